@@ -1,0 +1,364 @@
+//! `linkbase`: the command line of the Linkbase link intelligence engine.
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+use indexes::{DataDir, IndexKind};
+use indicatif::{ProgressBar, ProgressStyle};
+use ingest::{FileSummary, IngestOptions};
+use linkstore::{format_day, BacklinkQuery, Counters, Item, Store, StoreOptions};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+#[derive(Parser)]
+#[command(
+    name = "linkbase",
+    version,
+    about = "Self-hosted link intelligence engine"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Read crawl files (WARC, WAT, JSON-lines; plain or gzipped) into an index.
+    Ingest {
+        #[arg(long)]
+        data: PathBuf,
+        #[arg(long, default_value = "historic")]
+        index: IndexKind,
+        /// Crawls per atomic commit.
+        #[arg(long, default_value_t = 2000)]
+        batch: usize,
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// Whole-index totals, or one item's counters.
+    Stats {
+        #[arg(long)]
+        data: PathBuf,
+        #[arg(long, default_value = "historic")]
+        index: IndexKind,
+        /// A URL, subdomain or root domain.
+        item: Option<String>,
+    },
+    /// Backlinks of an item by SourceTrustFlow, as tab-separated rows.
+    Backlinks {
+        #[arg(long)]
+        data: PathBuf,
+        #[arg(long, default_value = "historic")]
+        index: IndexKind,
+        item: String,
+        #[arg(long, default_value_t = 20)]
+        count: usize,
+        #[arg(long, default_value_t = 0)]
+        from: usize,
+        /// Leave out deleted links.
+        #[arg(long)]
+        exclude_deleted: bool,
+        /// At most N source URLs per referring domain.
+        #[arg(long)]
+        max_per_domain: Option<usize>,
+        /// At most N rows per source URL.
+        #[arg(long)]
+        max_per_source: Option<usize>,
+        /// Only links from this referring root domain.
+        #[arg(long)]
+        ref_domain: Option<String>,
+    },
+    /// Generate a sample crawl, ingest it, and show what the index knows.
+    Demo {
+        /// Working directory for the sample crawl and the data.
+        #[arg(long, default_value = "demo-data")]
+        dir: PathBuf,
+        /// Pages in the synthetic web.
+        #[arg(long, default_value_t = 20_000)]
+        pages: usize,
+    },
+}
+
+fn main() -> Result<()> {
+    match Cli::parse().command {
+        Command::Ingest {
+            data,
+            index,
+            batch,
+            files,
+        } => {
+            let store = DataDir::new(&data).open(index, &StoreOptions::default())?;
+            ingest_files(&store, &files, batch)
+        }
+        Command::Stats { data, index, item } => {
+            let store = open_existing(&data, index)?;
+            match item {
+                None => print_index_stats(&store),
+                Some(item) => print_item(&store, &Item::parse(&item)?),
+            }
+        }
+        Command::Backlinks {
+            data,
+            index,
+            item,
+            count,
+            from,
+            exclude_deleted,
+            max_per_domain,
+            max_per_source,
+            ref_domain,
+        } => {
+            let store = open_existing(&data, index)?;
+            let q = BacklinkQuery {
+                from,
+                count,
+                exclude_deleted,
+                max_per_ref_domain: max_per_domain,
+                max_per_source_url: max_per_source,
+                ref_domain,
+            };
+            print_backlinks(&store, &Item::parse(&item)?, &q)
+        }
+        Command::Demo { dir, pages } => demo(&dir, pages),
+    }
+}
+
+fn open_existing(data: &Path, index: IndexKind) -> Result<Store> {
+    let dir = DataDir::new(data);
+    if !dir.index_path(index).exists() {
+        bail!(
+            "no {index} index in {}: run `linkbase ingest --data {} FILE...` first",
+            data.display(),
+            data.display()
+        );
+    }
+    Ok(dir.open(index, &StoreOptions::default())?)
+}
+
+fn ingest_files(store: &Store, files: &[PathBuf], batch: usize) -> Result<()> {
+    let opts = IngestOptions { batch_pages: batch };
+    let started = Instant::now();
+    let (mut links, mut bad) = (0u64, 0u64);
+    let mut failed = Vec::new();
+    for path in files {
+        let bar = ProgressBar::new(0).with_style(
+            ProgressStyle::with_template("{prefix} [{bar:30}] {bytes}/{total_bytes} {msg}")
+                .expect("valid template")
+                .progress_chars("=> "),
+        );
+        bar.set_prefix(
+            path.file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into()),
+        );
+        let file_started = Instant::now();
+        let mut last_draw = 0u64;
+        let result = ingest::ingest_file(store, path, &opts, &mut |p| {
+            if p.records - last_draw >= 200 || p.bytes_read == p.bytes_total {
+                last_draw = p.records;
+                bar.set_length(p.bytes_total);
+                bar.set_position(p.bytes_read);
+                let secs = file_started.elapsed().as_secs_f64().max(1e-3);
+                bar.set_message(format!(
+                    "{} records, {} links, {:.0} links/s",
+                    p.records,
+                    p.links,
+                    p.links as f64 / secs
+                ));
+            }
+        });
+        bar.finish_and_clear();
+        match result {
+            Ok(s) => {
+                print_summary(&s, file_started.elapsed().as_secs_f64());
+                links += s.links_found;
+                bad += s.bad_records;
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                failed.push(path.clone());
+            }
+        }
+    }
+    let secs = started.elapsed().as_secs_f64();
+    println!(
+        "total: {} files, {links} links in {secs:.1}s ({:.0} links/s), {bad} bad records",
+        files.len(),
+        links as f64 / secs.max(1e-3)
+    );
+    if !failed.is_empty() {
+        bail!("{} file(s) could not be read", failed.len());
+    }
+    Ok(())
+}
+
+fn print_summary(s: &FileSummary, secs: f64) {
+    println!(
+        "{}: {} records, {} pages applied ({} already known), {} other records, {} links ({} new, {} deleted) in {secs:.1}s",
+        s.path.display(),
+        s.records,
+        s.pages,
+        s.pages_unchanged,
+        s.other_records,
+        s.links_found,
+        s.links_new,
+        s.links_deleted,
+    );
+    if s.bad_records + s.bad_links > 0 {
+        println!(
+            "  skipped {} bad records, {} bad links:",
+            s.bad_records, s.bad_links
+        );
+        for (reason, n) in &s.problem_counts {
+            println!("    {n:>8}  {reason}");
+        }
+        for p in s.problems.iter().take(5) {
+            println!("    at {}: {}", p.at, p.reason);
+        }
+    }
+    if let Some(t) = &s.truncated {
+        println!("  file ends early at {}: {}", t.at, t.reason);
+    }
+}
+
+fn day(d: i64) -> String {
+    if d <= 0 {
+        "-".into()
+    } else {
+        format_day(d as u32)
+    }
+}
+
+fn print_counters(c: &Counters) {
+    let rows: [(&str, String); 16] = [
+        ("external backlinks", c.ext_backlinks.to_string()),
+        ("  live", c.live_links().to_string()),
+        ("  deleted", c.deleted_links.to_string()),
+        ("  nofollow", c.nofollow_links.to_string()),
+        (
+            "  redirect / image / frame / text",
+            format!(
+                "{} / {} / {} / {}",
+                c.redirect_links, c.image_links, c.frame_links, c.text_links
+            ),
+        ),
+        ("referring domains", c.ref_domains.to_string()),
+        ("  with live links", c.ref_domains_live.to_string()),
+        (
+            "  EDU / GOV",
+            format!("{} / {}", c.ref_domains_edu, c.ref_domains_gov),
+        ),
+        (
+            "referring IPs / subnets",
+            format!("{} / {}", c.ref_ips, c.ref_subnets),
+        ),
+        ("indexed URLs", c.indexed_urls.to_string()),
+        ("crawled URLs", c.crawled_urls.to_string()),
+        (
+            "outlinks external / internal",
+            format!("{} / {}", c.out_links_external, c.out_links_internal),
+        ),
+        ("out domains external", c.out_domains_external.to_string()),
+        ("first link date", day(c.first_link_day)),
+        ("last link date", day(c.last_link_day)),
+        ("last crawl date", day(c.last_crawl_day)),
+    ];
+    for (k, v) in rows {
+        println!("{k:<34} {v}");
+    }
+}
+
+fn print_index_stats(store: &Store) -> Result<()> {
+    let c = store.index_counters()?;
+    println!("index {}", store.path().display());
+    print_counters(&c);
+    Ok(())
+}
+
+fn print_item(store: &Store, item: &Item) -> Result<()> {
+    println!("{} ({})", item.name, item.level.name());
+    match store.counters(item)? {
+        None => println!("not in the index"),
+        Some(c) => {
+            print_counters(&c);
+            println!("\ntop referring domains:");
+            for d in store.ref_domains(item, 0, 5)? {
+                println!("  {:>6} links  {}", d.links, d.domain);
+            }
+            println!("top anchor texts:");
+            for a in store.anchors(item, 0, 5)? {
+                println!(
+                    "  {:>6} domains {:>6} links  {:?}",
+                    a.ref_domains, a.links, a.text
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+fn print_backlinks(store: &Store, item: &Item, q: &BacklinkQuery) -> Result<()> {
+    println!("SourceTrustFlow\tSourceURL\tTargetURL\tAnchorText\tLinkType\tFlagNoFollow\tFlagDeleted\tFirstIndexedDate\tLastSeenDate\tDateLost");
+    for r in store.backlinks(item, q)? {
+        println!(
+            "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+            r.source_flow.trust_flow,
+            r.source_url,
+            r.target_url,
+            r.anchor_text,
+            r.kind.link_type(),
+            u8::from(r.is_nofollow()),
+            u8::from(r.is_deleted()),
+            format_day(r.first_seen),
+            format_day(r.last_seen),
+            if r.date_lost == 0 {
+                String::new()
+            } else {
+                format_day(r.date_lost)
+            },
+        );
+    }
+    Ok(())
+}
+
+fn demo(dir: &Path, pages: usize) -> Result<()> {
+    let crawl_dir = dir.join("crawl");
+    let data = dir.join("data");
+    let spec = webgen::WebSpec {
+        pages,
+        domains: (pages / 10).max(10),
+        ..Default::default()
+    };
+    println!(
+        "generating a synthetic web of {pages} pages, {} crawl rounds into {}",
+        spec.crawls,
+        crawl_dir.display()
+    );
+    let generated = webgen::generate(&spec, &crawl_dir, &mut |_, _| {})
+        .with_context(|| format!("writing {}", crawl_dir.display()))?;
+    let store = DataDir::new(&data).open(IndexKind::Historic, &StoreOptions::default())?;
+    ingest_files(&store, &generated.files, 2000)?;
+    println!();
+    print_index_stats(&store)?;
+    let hot = webgen::Web::new(spec).hot_url();
+    let item = Item::parse(&hot)?;
+    println!("\nmost linked page: {hot}");
+    print_item(&store, &item)?;
+    println!("\ntop 5 backlinks:");
+    print_backlinks(
+        &store,
+        &item,
+        &BacklinkQuery {
+            count: 5,
+            ..Default::default()
+        },
+    )?;
+    let exe =
+        std::env::current_exe().map_or_else(|_| "linkbase".into(), |p| p.display().to_string());
+    println!(
+        "\ntry:\n  {exe} stats --data {} {}\n  {exe} backlinks --data {} --max-per-domain 1 {}",
+        data.display(),
+        item.name,
+        data.display(),
+        item.name
+    );
+    Ok(())
+}

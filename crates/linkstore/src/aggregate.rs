@@ -1,0 +1,342 @@
+//! Per-item counters and aggregate rows (referring domains, anchor texts, timeline),
+//! with their versioned encodings and the counters' merge operator.
+
+use crate::codec::{put_bytes, put_ivarint, Reader};
+use crate::error::Result;
+
+pub const COUNTERS_VERSION: u8 = 1;
+pub const AGGREGATE_VERSION: u8 = 1;
+
+macro_rules! counter_fields {
+    ($($(#[$doc:meta])* $name:ident: $kind:ident,)*) => {
+        /// Per-item counters, served without scanning. Kept current by ingest through a
+        /// RocksDB merge operator; each field is a sum of deltas, a minimum or a maximum.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+        pub struct Counters {
+            $($(#[$doc])* pub $name: i64,)*
+        }
+
+        const FIELD_KINDS: &[FieldKind] = &[$(FieldKind::$kind,)*];
+
+        impl Counters {
+            fn to_array(self) -> Vec<i64> {
+                vec![$(self.$name,)*]
+            }
+
+            fn from_slice(v: &[i64]) -> Counters {
+                let mut it = v.iter().copied().chain(std::iter::repeat(0));
+                Counters { $($name: it.next().unwrap_or(0),)* }
+            }
+        }
+    };
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FieldKind {
+    Sum,
+    /// Minimum of the non-zero values (0 means "no value").
+    Min,
+    Max,
+}
+
+counter_fields! {
+    /// External backlinks, live and deleted.
+    ext_backlinks: Sum,
+    deleted_links: Sum,
+    nofollow_links: Sum,
+    redirect_links: Sum,
+    image_links: Sum,
+    frame_links: Sum,
+    text_links: Sum,
+    https_links: Sum,
+    edu_links: Sum,
+    gov_links: Sum,
+    /// Distinct referring root domains (any link, live or deleted).
+    ref_domains: Sum,
+    /// Distinct referring root domains with at least one live link.
+    ref_domains_live: Sum,
+    ref_domains_edu: Sum,
+    ref_domains_gov: Sum,
+    ref_ips: Sum,
+    ref_subnets: Sum,
+    /// URLs of the item known to the index (crawled or linked to).
+    indexed_urls: Sum,
+    /// URLs of the item crawled at least once.
+    crawled_urls: Sum,
+    /// Live links from the item's pages to other root domains.
+    out_links_external: Sum,
+    /// Live links from the item's pages within its root domain.
+    out_links_internal: Sum,
+    /// Distinct root domains linked from the item's pages.
+    out_domains_external: Sum,
+    /// Earliest FirstIndexedDate of a backlink (day number).
+    first_link_day: Min,
+    /// Latest LastSeenDate of a backlink (day number).
+    last_link_day: Max,
+    /// Latest crawl of a page of the item (day number).
+    last_crawl_day: Max,
+}
+
+impl Counters {
+    pub fn encode(&self) -> Vec<u8> {
+        let v = self.to_array();
+        let mut out = Vec::with_capacity(v.len() * 2 + 2);
+        out.push(COUNTERS_VERSION);
+        out.push(v.len() as u8);
+        for x in v {
+            put_ivarint(&mut out, x);
+        }
+        out
+    }
+
+    pub fn decode(buf: &[u8]) -> Result<Counters> {
+        Ok(Counters::from_slice(&decode_fields(buf)?))
+    }
+
+    /// Live external backlinks.
+    pub fn live_links(&self) -> i64 {
+        self.ext_backlinks - self.deleted_links
+    }
+}
+
+fn decode_fields(buf: &[u8]) -> Result<Vec<i64>> {
+    let mut r = Reader::new(buf, "counters");
+    r.version(COUNTERS_VERSION)?;
+    let n = r.u8()? as usize;
+    (0..n).map(|_| r.ivarint()).collect()
+}
+
+fn combine(acc: &mut Vec<i64>, delta: &[i64]) {
+    if acc.len() < delta.len() {
+        acc.resize(delta.len(), 0);
+    }
+    for (i, (&d, kind)) in delta.iter().zip(FIELD_KINDS).enumerate() {
+        let a = &mut acc[i];
+        match kind {
+            FieldKind::Sum => *a += d,
+            FieldKind::Min if d != 0 && (*a == 0 || d < *a) => *a = d,
+            FieldKind::Max if d > *a => *a = d,
+            _ => {}
+        }
+    }
+}
+
+/// RocksDB merge operator of the `counters` CF: operands are encoded `Counters` deltas.
+/// A corrupt operand is skipped rather than poisoning the whole row.
+pub(crate) fn merge_counters(
+    _key: &[u8],
+    existing: Option<&[u8]>,
+    operands: &rocksdb::MergeOperands,
+) -> Option<Vec<u8>> {
+    let mut acc = existing
+        .and_then(|e| decode_fields(e).ok())
+        .unwrap_or_default();
+    for op in operands {
+        if let Ok(delta) = decode_fields(op) {
+            combine(&mut acc, &delta);
+        }
+    }
+    Some(Counters::from_slice(&acc).encode())
+}
+
+/// Adds deltas to a pending (not yet merged) counters value.
+pub(crate) fn accumulate(acc: &mut Counters, delta: &Counters) {
+    let mut a = acc.to_array();
+    combine(&mut a, &delta.to_array());
+    *acc = Counters::from_slice(&a);
+}
+
+/// RocksDB merge operator of the `timeline` CF: two summed zigzag varints (found, lost).
+pub(crate) fn merge_timeline(
+    _key: &[u8],
+    existing: Option<&[u8]>,
+    operands: &rocksdb::MergeOperands,
+) -> Option<Vec<u8>> {
+    let mut acc = existing
+        .and_then(|e| TimelineDelta::decode(e).ok())
+        .unwrap_or_default();
+    for op in operands {
+        if let Ok(d) = TimelineDelta::decode(op) {
+            acc.found += d.found;
+            acc.lost += d.lost;
+        }
+    }
+    Some(acc.encode())
+}
+
+/// Links found and lost on one day.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TimelineDelta {
+    pub found: i64,
+    pub lost: i64,
+}
+
+impl TimelineDelta {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = vec![AGGREGATE_VERSION];
+        put_ivarint(&mut out, self.found);
+        put_ivarint(&mut out, self.lost);
+        out
+    }
+
+    pub fn decode(buf: &[u8]) -> Result<TimelineDelta> {
+        let mut r = Reader::new(buf, "timeline");
+        r.version(AGGREGATE_VERSION)?;
+        Ok(TimelineDelta {
+            found: r.ivarint()?,
+            lost: r.ivarint()?,
+        })
+    }
+}
+
+/// One referring root domain of an item.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RefDomain {
+    pub domain: String,
+    /// Backlinks from this domain, live and deleted.
+    pub links: i64,
+    pub deleted_links: i64,
+    pub nofollow_links: i64,
+    pub first_seen: u32,
+    pub last_seen: u32,
+}
+
+impl RefDomain {
+    pub fn live_links(&self) -> i64 {
+        self.links - self.deleted_links
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = vec![AGGREGATE_VERSION];
+        put_bytes(&mut out, self.domain.as_bytes());
+        for v in [
+            self.links,
+            self.deleted_links,
+            self.nofollow_links,
+            i64::from(self.first_seen),
+            i64::from(self.last_seen),
+        ] {
+            put_ivarint(&mut out, v);
+        }
+        out
+    }
+
+    pub fn decode(buf: &[u8]) -> Result<RefDomain> {
+        let mut r = Reader::new(buf, "refdomains");
+        r.version(AGGREGATE_VERSION)?;
+        Ok(RefDomain {
+            domain: r.string()?,
+            links: r.ivarint()?,
+            deleted_links: r.ivarint()?,
+            nofollow_links: r.ivarint()?,
+            first_seen: r.ivarint()? as u32,
+            last_seen: r.ivarint()? as u32,
+        })
+    }
+
+    /// Rank: most backlinks first.
+    pub(crate) fn rank(&self) -> [u64; 1] {
+        [self.links.max(0) as u64]
+    }
+}
+
+/// One anchor text of an item's backlinks.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AnchorText {
+    pub text: String,
+    /// Distinct referring domains using this anchor.
+    pub ref_domains: i64,
+    pub links: i64,
+    pub deleted_links: i64,
+    pub nofollow_links: i64,
+}
+
+impl AnchorText {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = vec![AGGREGATE_VERSION];
+        put_bytes(&mut out, self.text.as_bytes());
+        for v in [
+            self.ref_domains,
+            self.links,
+            self.deleted_links,
+            self.nofollow_links,
+        ] {
+            put_ivarint(&mut out, v);
+        }
+        out
+    }
+
+    pub fn decode(buf: &[u8]) -> Result<AnchorText> {
+        let mut r = Reader::new(buf, "anchors");
+        r.version(AGGREGATE_VERSION)?;
+        Ok(AnchorText {
+            text: r.string()?,
+            ref_domains: r.ivarint()?,
+            links: r.ivarint()?,
+            deleted_links: r.ivarint()?,
+            nofollow_links: r.ivarint()?,
+        })
+    }
+
+    /// Rank: most referring domains first, then most links.
+    pub(crate) fn rank(&self) -> [u64; 2] {
+        [self.ref_domains.max(0) as u64, self.links.max(0) as u64]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_combine_sums_minima_and_maxima() {
+        let mut acc = Counters {
+            ext_backlinks: 5,
+            first_link_day: 100,
+            last_link_day: 100,
+            ..Default::default()
+        };
+        accumulate(
+            &mut acc,
+            &Counters {
+                ext_backlinks: -2,
+                first_link_day: 90,
+                last_link_day: 95,
+                ..Default::default()
+            },
+        );
+        accumulate(
+            &mut acc,
+            &Counters {
+                first_link_day: 0,
+                last_link_day: 120,
+                ..Default::default()
+            },
+        );
+        assert_eq!(acc.ext_backlinks, 3);
+        assert_eq!(acc.first_link_day, 90);
+        assert_eq!(acc.last_link_day, 120);
+        assert_eq!(Counters::decode(&acc.encode()).unwrap(), acc);
+    }
+
+    #[test]
+    fn aggregates_round_trip() {
+        let d = RefDomain {
+            domain: "a.com".into(),
+            links: 3,
+            deleted_links: 1,
+            nofollow_links: 2,
+            first_seen: 5,
+            last_seen: 9,
+        };
+        assert_eq!(RefDomain::decode(&d.encode()).unwrap(), d);
+        let a = AnchorText {
+            text: "click | here".into(),
+            ref_domains: 2,
+            links: 7,
+            deleted_links: 0,
+            nofollow_links: 1,
+        };
+        assert_eq!(AnchorText::decode(&a.encode()).unwrap(), a);
+    }
+}

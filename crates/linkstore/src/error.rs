@@ -1,0 +1,30 @@
+use std::fmt;
+
+/// Errors of the link store.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("rocksdb: {0}")]
+    Rocks(#[from] rocksdb::Error),
+    /// A stored value or key could not be decoded: names the column family and what broke.
+    #[error("corrupt {cf} value: {what}")]
+    Corrupt { cf: &'static str, what: String },
+    /// The store on disk was written by a different format version.
+    #[error("store format version {found} is not supported (this build reads {supported})")]
+    Version { found: u8, supported: u8 },
+    /// An item string that is not a URL, host or domain.
+    #[error("invalid item {item:?}: {reason}")]
+    InvalidItem { item: String, reason: String },
+    #[error("io: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub(crate) fn corrupt(cf: &'static str, what: impl fmt::Display) -> Self {
+        Error::Corrupt {
+            cf,
+            what: what.to_string(),
+        }
+    }
+}

@@ -1,0 +1,161 @@
+//! Key layouts of every column family (diagrams in `docs/format.md`).
+//!
+//! Every per-item key starts with the 8-byte big-endian xxh3 hash of the item (level byte
+//! then name), so one item's rows are contiguous and items spread evenly over the key
+//! space (the partitioning unit if the store is ever split across machines).
+//!
+//! Aggregate keys carry the full item name after the hash, so they are exact even when
+//! hashes collide. Backlink ordering keys carry only the hash; readers verify the full
+//! URLs held in the record.
+
+use crate::item::{Item, Level};
+use xxhash_rust::xxh3::xxh3_64;
+
+/// Hashes item names. `bits` < 64 keeps only the top bits, which forces collisions: tests
+/// use it to prove that collisions never leak another item's data.
+#[derive(Debug, Clone, Copy)]
+pub struct ItemHasher {
+    bits: u8,
+}
+
+impl ItemHasher {
+    pub fn new(bits: u8) -> ItemHasher {
+        ItemHasher {
+            bits: bits.clamp(1, 64),
+        }
+    }
+
+    pub fn bits(&self) -> u8 {
+        self.bits
+    }
+
+    pub fn hash(&self, level: Level, name: &str) -> u64 {
+        let mut buf = Vec::with_capacity(name.len() + 1);
+        buf.push(level as u8);
+        buf.extend_from_slice(name.as_bytes());
+        let h = xxh3_64(&buf);
+        if self.bits == 64 {
+            h
+        } else {
+            h & !(u64::MAX >> self.bits)
+        }
+    }
+
+    /// `hash | level | name | 0x00`: the exact prefix of all aggregate rows of one item.
+    pub fn item_key(&self, item: &Item) -> Vec<u8> {
+        let mut k = Vec::with_capacity(item.name.len() + 10);
+        k.extend_from_slice(&self.hash(item.level, &item.name).to_be_bytes());
+        k.push(item.level as u8);
+        k.extend_from_slice(item.name.as_bytes());
+        k.push(0);
+        k
+    }
+}
+
+/// Full 64-bit hash of a URL, identifying link endpoints in link keys.
+pub fn url_hash(url: &str) -> u64 {
+    xxh3_64(url.as_bytes())
+}
+
+/// `links` CF: `source_url_hash | target_url_hash`.
+pub fn link_key(source: &str, target: &str) -> [u8; 16] {
+    let mut k = [0u8; 16];
+    k[..8].copy_from_slice(&url_hash(source).to_be_bytes());
+    k[8..].copy_from_slice(&url_hash(target).to_be_bytes());
+    k
+}
+
+/// `backlinks` CF: `item_hash | 255 - source_trust_flow | source_url_hash | target_url_hash`.
+/// Scanning a prefix of `item_hash` yields backlinks by SourceTrustFlow descending, ties
+/// broken by the link hashes (deterministic).
+pub fn backlink_key(item_hash: u64, source_tf: u8, link: &[u8; 16]) -> [u8; 25] {
+    let mut k = [0u8; 25];
+    k[..8].copy_from_slice(&item_hash.to_be_bytes());
+    k[8] = 255 - source_tf;
+    k[9..].copy_from_slice(link);
+    k
+}
+
+/// `pages` and `urls` CFs: `url_hash | url` (exact).
+pub fn url_key(url: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(url.len() + 8);
+    k.extend_from_slice(&url_hash(url).to_be_bytes());
+    k.extend_from_slice(url.as_bytes());
+    k
+}
+
+/// Appends a member name (a domain, an anchor text) to an item key, 0-terminated.
+pub fn member_key(item_key: &[u8], member: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(item_key.len() + member.len() + 1);
+    k.extend_from_slice(item_key);
+    k.extend_from_slice(member.as_bytes());
+    k.push(0);
+    k
+}
+
+/// Ranked rows: `item_key | rank (big-endian, inverted so larger sorts first) | member | 0`.
+pub fn ranked_key(item_key: &[u8], rank: &[u64], member: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(item_key.len() + rank.len() * 8 + member.len() + 1);
+    k.extend_from_slice(item_key);
+    for r in rank {
+        k.extend_from_slice(&(u64::MAX - r).to_be_bytes());
+    }
+    k.extend_from_slice(member.as_bytes());
+    k.push(0);
+    k
+}
+
+/// `timeline` CF: `item_key | day (u32 big-endian)`.
+pub fn timeline_key(item_key: &[u8], day: u32) -> Vec<u8> {
+    let mut k = Vec::with_capacity(item_key.len() + 4);
+    k.extend_from_slice(item_key);
+    k.extend_from_slice(&day.to_be_bytes());
+    k
+}
+
+/// `distinct` CF: `item_key | kind | member | 0`, a reference count per distinct member.
+pub fn distinct_key(item_key: &[u8], kind: DistinctKind, member: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(item_key.len() + member.len() + 2);
+    k.extend_from_slice(item_key);
+    k.push(kind as u8);
+    k.extend_from_slice(member.as_bytes());
+    k.push(0);
+    k
+}
+
+/// What a `distinct` row counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DistinctKind {
+    /// Referring IP address of the item's backlinks.
+    RefIp = 1,
+    /// Referring /24 (IPv4) or /48 (IPv6) subnet.
+    RefSubnet = 2,
+    /// Referring domain of one anchor text (member is `anchor \x01 domain`).
+    AnchorDomain = 3,
+    /// External domain linked from the item's pages.
+    OutDomain = 4,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tiny_hashes_collide_but_item_keys_stay_distinct() {
+        let h = ItemHasher::new(2);
+        let a = Item::domain("a.com");
+        let names: Vec<String> = (0..20).map(|i| format!("d{i}.com")).collect();
+        let colliding = names
+            .iter()
+            .find(|n| h.hash(Level::RootDomain, n) == h.hash(Level::RootDomain, "a.com"))
+            .expect("2-bit hashes collide");
+        assert_ne!(h.item_key(&a), h.item_key(&Item::domain(colliding.clone())));
+    }
+
+    #[test]
+    fn backlink_keys_sort_by_descending_trust_flow() {
+        let link = link_key("http://a.com/", "http://b.com/");
+        assert!(backlink_key(7, 90, &link) < backlink_key(7, 10, &link));
+        assert!(backlink_key(7, 0, &link) < backlink_key(8, 100, &link));
+    }
+}

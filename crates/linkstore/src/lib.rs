@@ -1,0 +1,26 @@
+//! Linkbase's backlink store: link records, backlink orderings by SourceTrustFlow,
+//! per-item counters and aggregates, kept in RocksDB column families.
+//!
+//! This crate knows nothing of HTTP or crawl formats: crawls arrive as [`PageCrawl`]s and
+//! leave as records, counters and aggregates. On-disk layouts are in `docs/format.md`.
+
+mod aggregate;
+mod codec;
+mod error;
+mod item;
+mod keys;
+mod page;
+mod record;
+mod store;
+mod writer;
+
+pub use aggregate::{AnchorText, Counters, RefDomain};
+pub use error::{Error, Result};
+pub use item::{host_of, normalize_host, normalize_url, root_domain, Item, Level, MAX_URL_LEN};
+pub use keys::ItemHasher;
+pub use page::{day_of, format_day, parse_day, CrawlOutcome, OutLink, PageCrawl, PageState};
+pub use record::{flags, FlowPair, LinkKind, LinkRecord, LostReason};
+pub use store::{
+    BacklinkQuery, Store, StoreOptions, TimelinePoint, FORMAT_VERSION, MAX_BACKLINK_COUNT,
+};
+pub use writer::{ApplyStats, Writer};

@@ -1,0 +1,162 @@
+//! What one crawl of one page says, in crawl-format-neutral terms, and the per-page state
+//! the store keeps to apply crawls in order.
+
+use crate::codec::{put_ivarint, put_uvarint, Reader};
+use crate::error::Result;
+use crate::record::LinkKind;
+use std::net::IpAddr;
+
+pub const PAGE_VERSION: u8 = 1;
+
+/// One fetch of one page.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PageCrawl {
+    /// Normalised URL of the page.
+    pub url: String,
+    /// Fetch time, Unix seconds.
+    pub fetched_at: i64,
+    /// Address the page was fetched from, when the crawl records it.
+    pub ip: Option<IpAddr>,
+    pub outcome: CrawlOutcome,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum CrawlOutcome {
+    /// A successful HTML fetch and the links found in it (possibly none).
+    Html { links: Vec<OutLink> },
+    /// A successful fetch of something that is not HTML: the page has no links now.
+    NotHtml,
+    /// A 3xx answer with a `Location`: the page's only link is the redirect.
+    Redirect { status: u16, location: String },
+    /// 404 or 410: the page and its links are gone.
+    Gone { status: u16 },
+    /// Any other answer (5xx, 429, ...): says nothing about the links; ignored.
+    Failed { status: u16 },
+}
+
+/// A link as extracted from a page (target already normalised).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct OutLink {
+    pub target: String,
+    /// Link text; for image links the ALT text, as Majestic reports it.
+    pub anchor_text: String,
+    pub alt_text: String,
+    pub kind: LinkKind,
+    pub nofollow: bool,
+    pub ugc: bool,
+    pub sponsored: bool,
+}
+
+/// What the store remembers about a crawled page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PageState {
+    pub first_fetch: i64,
+    pub last_fetch: i64,
+    pub last_status: u16,
+}
+
+impl PageState {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = vec![PAGE_VERSION];
+        put_ivarint(&mut out, self.first_fetch);
+        put_ivarint(&mut out, self.last_fetch);
+        put_uvarint(&mut out, u64::from(self.last_status));
+        out
+    }
+
+    pub fn decode(buf: &[u8]) -> Result<PageState> {
+        let mut r = Reader::new(buf, "pages");
+        r.version(PAGE_VERSION)?;
+        Ok(PageState {
+            first_fetch: r.ivarint()?,
+            last_fetch: r.ivarint()?,
+            last_status: r.u32v()? as u16,
+        })
+    }
+}
+
+/// Day number (days since 1970-01-01 UTC) of a Unix time.
+pub fn day_of(unix_seconds: i64) -> u32 {
+    unix_seconds
+        .div_euclid(86_400)
+        .clamp(1, i64::from(u32::MAX)) as u32
+}
+
+/// `yyyy-mm-dd` of a day number.
+pub fn format_day(day: u32) -> String {
+    let (y, m, d) = civil_from_days(i64::from(day));
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// Day number of a `yyyy-mm-dd` date.
+pub fn parse_day(s: &str) -> Option<u32> {
+    let mut it = s.trim().splitn(3, '-');
+    let y: i64 = it.next()?.parse().ok()?;
+    let m: u32 = it.next()?.parse().ok()?;
+    let d: u32 = it.next()?.parse().ok()?;
+    if !(1..=12).contains(&m) || d == 0 || d > days_in_month(y, m) {
+        return None;
+    }
+    u32::try_from(days_from_civil(y, m, d)).ok()
+}
+
+fn days_in_month(y: i64, m: u32) -> u32 {
+    match m {
+        2 if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+// Howard Hinnant's civil-date algorithms (proleptic Gregorian calendar).
+pub(crate) fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (i64::from(m) + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + i64::from(d) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+pub(crate) fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn days_convert_both_ways() {
+        assert_eq!(format_day(day_of(0) + 1), "1970-01-02");
+        assert_eq!(parse_day("2024-02-29"), Some(19_782));
+        assert_eq!(format_day(19_782), "2024-02-29");
+        assert_eq!(parse_day("2023-02-29"), None);
+        assert_eq!(parse_day("2024-13-01"), None);
+        assert_eq!(parse_day("yesterday"), None);
+        for day in [1u32, 10_000, 19_000, 20_500, 60_000] {
+            assert_eq!(parse_day(&format_day(day)), Some(day));
+        }
+    }
+
+    #[test]
+    fn page_state_round_trips() {
+        let s = PageState {
+            first_fetch: 1_700_000_000,
+            last_fetch: 1_700_086_400,
+            last_status: 200,
+        };
+        assert_eq!(PageState::decode(&s.encode()).unwrap(), s);
+    }
+}

@@ -1,0 +1,290 @@
+//! The link record: one source URL → target URL link with every per-link attribute.
+//! Encoding version 1 (layout diagram in `docs/format.md`).
+
+use crate::codec::{put_bytes, put_uvarint, Reader};
+use crate::error::{Error, Result};
+use roaring::RoaringBitmap;
+use std::net::IpAddr;
+
+pub const RECORD_VERSION: u8 = 1;
+
+/// How the link is made in the source page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum LinkKind {
+    /// `<a href>` or `<area href>`.
+    #[default]
+    Text = 0,
+    /// `<a href>` wrapping an `<img>` (anchor text is the ALT text).
+    Image = 1,
+    /// `<frame src>` or `<iframe src>`.
+    Frame = 2,
+    /// An HTTP 3xx answer with `Location`.
+    Redirect = 3,
+}
+
+impl LinkKind {
+    fn from_u8(b: u8) -> Result<LinkKind> {
+        Ok(match b {
+            0 => LinkKind::Text,
+            1 => LinkKind::Image,
+            2 => LinkKind::Frame,
+            3 => LinkKind::Redirect,
+            _ => return Err(Error::corrupt("links", format!("link kind {b}"))),
+        })
+    }
+
+    /// Majestic's `LinkType` column.
+    pub fn link_type(self) -> &'static str {
+        match self {
+            LinkKind::Text => "TextLink",
+            LinkKind::Image => "ImageLink",
+            LinkKind::Frame => "Frame",
+            LinkKind::Redirect => "Redirect",
+        }
+    }
+}
+
+/// Why a link was marked deleted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum LostReason {
+    #[default]
+    None = 0,
+    /// The source page was crawled again and no longer has the link.
+    LinkRemoved = 1,
+    /// The source page answered 404.
+    PageNotFound = 2,
+    /// The source page answered 410.
+    PageGone = 3,
+    /// The source page now redirects elsewhere.
+    PageRedirected = 4,
+    /// The source page is no longer HTML.
+    NotHtml = 5,
+}
+
+impl LostReason {
+    fn from_u8(b: u8) -> Result<LostReason> {
+        Ok(match b {
+            0 => LostReason::None,
+            1 => LostReason::LinkRemoved,
+            2 => LostReason::PageNotFound,
+            3 => LostReason::PageGone,
+            4 => LostReason::PageRedirected,
+            5 => LostReason::NotHtml,
+            _ => return Err(Error::corrupt("links", format!("lost reason {b}"))),
+        })
+    }
+
+    /// The `ReasonLost` column value (empty for live links).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LostReason::None => "",
+            LostReason::LinkRemoved => "LinkRemoved",
+            LostReason::PageNotFound => "PageNotFound",
+            LostReason::PageGone => "PageGone",
+            LostReason::PageRedirected => "PageRedirected",
+            LostReason::NotHtml => "NotHtml",
+        }
+    }
+}
+
+/// Flag bits of the record's `flags` field.
+pub mod flags {
+    pub const DELETED: u16 = 1;
+    pub const NOFOLLOW: u16 = 1 << 1;
+    pub const UGC: u16 = 1 << 2;
+    pub const SPONSORED: u16 = 1 << 3;
+    /// Source and target share a root domain: an outlink kept for flow, not a backlink.
+    pub const INTERNAL: u16 = 1 << 4;
+    pub const ALT_TEXT: u16 = 1 << 5;
+}
+
+/// Flow metrics as stored with a link end (0..=100 each).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct FlowPair {
+    pub trust_flow: u8,
+    pub citation_flow: u8,
+}
+
+/// One link. Dates are day numbers (days since 1970-01-01, UTC).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LinkRecord {
+    pub source_url: String,
+    pub target_url: String,
+    pub anchor_text: String,
+    pub alt_text: String,
+    pub kind: LinkKind,
+    /// HTTP status for redirects (301, 302, ...), 0 otherwise.
+    pub redirect_status: u16,
+    pub flags: u16,
+    pub first_seen: u32,
+    pub last_seen: u32,
+    /// Day the link was found deleted, 0 while live.
+    pub date_lost: u32,
+    pub lost_reason: LostReason,
+    pub source_flow: FlowPair,
+    pub target_flow: FlowPair,
+    pub source_ip: Option<IpAddr>,
+    /// Every day the link was seen.
+    pub history: RoaringBitmap,
+}
+
+impl LinkRecord {
+    pub fn is_deleted(&self) -> bool {
+        self.flags & flags::DELETED != 0
+    }
+    pub fn is_nofollow(&self) -> bool {
+        self.flags & flags::NOFOLLOW != 0
+    }
+    pub fn is_internal(&self) -> bool {
+        self.flags & flags::INTERNAL != 0
+    }
+    pub fn set_flag(&mut self, flag: u16, on: bool) {
+        if on {
+            self.flags |= flag;
+        } else {
+            self.flags &= !flag;
+        }
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(
+            48 + self.source_url.len() + self.target_url.len() + self.anchor_text.len(),
+        );
+        out.push(RECORD_VERSION);
+        out.extend_from_slice(&self.flags.to_le_bytes());
+        out.push(self.kind as u8);
+        put_uvarint(&mut out, u64::from(self.redirect_status));
+        put_uvarint(&mut out, u64::from(self.first_seen));
+        put_uvarint(&mut out, u64::from(self.last_seen));
+        put_uvarint(&mut out, u64::from(self.date_lost));
+        out.push(self.lost_reason as u8);
+        out.extend_from_slice(&[
+            self.source_flow.trust_flow,
+            self.source_flow.citation_flow,
+            self.target_flow.trust_flow,
+            self.target_flow.citation_flow,
+        ]);
+        put_bytes(&mut out, self.source_url.as_bytes());
+        put_bytes(&mut out, self.target_url.as_bytes());
+        put_bytes(&mut out, self.anchor_text.as_bytes());
+        put_bytes(&mut out, self.alt_text.as_bytes());
+        match self.source_ip {
+            None => out.push(0),
+            Some(IpAddr::V4(v4)) => {
+                out.push(4);
+                out.extend_from_slice(&v4.octets());
+            }
+            Some(IpAddr::V6(v6)) => {
+                out.push(16);
+                out.extend_from_slice(&v6.octets());
+            }
+        }
+        let mut hist = Vec::with_capacity(self.history.serialized_size());
+        self.history
+            .serialize_into(&mut hist)
+            .expect("writing to a Vec cannot fail");
+        put_bytes(&mut out, &hist);
+        out
+    }
+
+    pub fn decode(buf: &[u8]) -> Result<LinkRecord> {
+        let mut r = Reader::new(buf, "links");
+        r.version(RECORD_VERSION)?;
+        let flags = r.u16()?;
+        let kind = LinkKind::from_u8(r.u8()?)?;
+        let redirect_status = r.u32v()? as u16;
+        let first_seen = r.u32v()?;
+        let last_seen = r.u32v()?;
+        let date_lost = r.u32v()?;
+        let lost_reason = LostReason::from_u8(r.u8()?)?;
+        let f = r.take(4)?;
+        let source_flow = FlowPair {
+            trust_flow: f[0],
+            citation_flow: f[1],
+        };
+        let target_flow = FlowPair {
+            trust_flow: f[2],
+            citation_flow: f[3],
+        };
+        let source_url = r.string()?;
+        let target_url = r.string()?;
+        let anchor_text = r.string()?;
+        let alt_text = r.string()?;
+        let source_ip = match r.u8()? {
+            0 => None,
+            4 => {
+                let b: [u8; 4] = r.take(4)?.try_into().expect("4 bytes");
+                Some(IpAddr::from(b))
+            }
+            16 => {
+                let b: [u8; 16] = r.take(16)?.try_into().expect("16 bytes");
+                Some(IpAddr::from(b))
+            }
+            n => return Err(Error::corrupt("links", format!("IP length {n}"))),
+        };
+        let history = RoaringBitmap::deserialize_from(r.bytes()?)
+            .map_err(|e| Error::corrupt("links", format!("crawl history: {e}")))?;
+        Ok(LinkRecord {
+            source_url,
+            target_url,
+            anchor_text,
+            alt_text,
+            kind,
+            redirect_status,
+            flags,
+            first_seen,
+            last_seen,
+            date_lost,
+            lost_reason,
+            source_flow,
+            target_flow,
+            source_ip,
+            history,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_round_trips_every_field() {
+        let mut rec = LinkRecord {
+            source_url: "http://a.com/x".into(),
+            target_url: "https://b.org/y?z=1".into(),
+            anchor_text: "Grüße & more".into(),
+            alt_text: "logo".into(),
+            kind: LinkKind::Redirect,
+            redirect_status: 301,
+            flags: flags::DELETED | flags::NOFOLLOW | flags::ALT_TEXT,
+            first_seen: 19_000,
+            last_seen: 19_500,
+            date_lost: 19_501,
+            lost_reason: LostReason::PageRedirected,
+            source_flow: FlowPair {
+                trust_flow: 40,
+                citation_flow: 55,
+            },
+            target_flow: FlowPair {
+                trust_flow: 3,
+                citation_flow: 100,
+            },
+            source_ip: Some("2001:db8::1".parse().unwrap()),
+            history: RoaringBitmap::new(),
+        };
+        rec.history.insert(19_000);
+        rec.history.insert(19_500);
+        assert_eq!(LinkRecord::decode(&rec.encode()).unwrap(), rec);
+    }
+
+    #[test]
+    fn decoding_rejects_other_versions_and_truncation() {
+        let rec = LinkRecord::default();
+        let mut enc = rec.encode();
+        assert!(LinkRecord::decode(&enc[..enc.len() - 1]).is_err());
+        enc[0] = 9;
+        let err = LinkRecord::decode(&enc).unwrap_err().to_string();
+        assert!(err.contains("version 9"), "{err}");
+    }
+}

@@ -1,0 +1,692 @@
+//! Applying page crawls to the store (product brief §1.11), in atomic batches.
+//!
+//! A crawl of page P at time t replaces P's link set: new links get FirstIndexedDate t,
+//! links seen again get LastSeenDate t and a crawl-history day, links P no longer has are
+//! marked deleted. A crawl at the time already applied is a no-op (re-ingest is
+//! idempotent); an older crawl only adds history days and earlier discovery dates to
+//! links it shows, and never revives a deleted link or deletes a live one.
+//!
+//! Every aggregate is the sum of per-link contributions, so a record change is applied as
+//! "remove the old record's contribution, add the new one's". Changes are buffered in an
+//! overlay that later pages of the same batch read through, and written in one RocksDB
+//! write batch by [`Writer::commit`]: a crash loses at most the uncommitted batch, never
+//! leaves half of one.
+
+use crate::aggregate::{accumulate, AnchorText, Counters, RefDomain, TimelineDelta};
+use crate::error::Result;
+use crate::item::{host_of, root_domain, Item};
+use crate::keys::{
+    backlink_key, distinct_key, link_key, member_key, ranked_key, timeline_key, url_key,
+    DistinctKind,
+};
+use crate::page::{day_of, CrawlOutcome, OutLink, PageCrawl, PageState};
+use crate::record::{flags, LinkKind, LinkRecord, LostReason};
+use crate::store::*;
+use rocksdb::{ReadOptions, WriteBatch};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::net::IpAddr;
+
+/// What applying one crawl did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ApplyStats {
+    pub links_new: u64,
+    pub links_seen_again: u64,
+    pub links_deleted: u64,
+    /// The crawl was already applied (same fetch time) or said nothing (5xx).
+    pub skipped: bool,
+}
+
+impl std::ops::AddAssign for ApplyStats {
+    fn add_assign(&mut self, o: ApplyStats) {
+        self.links_new += o.links_new;
+        self.links_seen_again += o.links_seen_again;
+        self.links_deleted += o.links_deleted;
+    }
+}
+
+/// A value loaded from the store plus its pending replacement.
+struct Tracked<T> {
+    /// Length of the item-key prefix of the row key.
+    item_key_len: usize,
+    original: Option<T>,
+    current: T,
+}
+
+/// Buffers crawls and writes them atomically.
+pub struct Writer<'a> {
+    store: &'a Store,
+    batch: WriteBatch,
+    pages: HashMap<String, PageState>,
+    /// Link sets of the pages touched in this batch, by source URL then target URL.
+    links: HashMap<String, BTreeMap<String, LinkRecord>>,
+    dirty_links: HashSet<(String, String)>,
+    counters: HashMap<Vec<u8>, Counters>,
+    timeline: HashMap<Vec<u8>, TimelineDelta>,
+    refdomains: HashMap<Vec<u8>, Tracked<RefDomain>>,
+    anchors: HashMap<Vec<u8>, Tracked<AnchorText>>,
+    distinct: HashMap<Vec<u8>, i64>,
+    new_urls: HashSet<String>,
+    pending_pages: usize,
+}
+
+impl<'a> Writer<'a> {
+    pub(crate) fn new(store: &'a Store) -> Writer<'a> {
+        Writer {
+            store,
+            batch: WriteBatch::default(),
+            pages: HashMap::new(),
+            links: HashMap::new(),
+            dirty_links: HashSet::new(),
+            counters: HashMap::new(),
+            timeline: HashMap::new(),
+            refdomains: HashMap::new(),
+            anchors: HashMap::new(),
+            distinct: HashMap::new(),
+            new_urls: HashSet::new(),
+            pending_pages: 0,
+        }
+    }
+
+    /// Crawls applied since the last commit.
+    pub fn pending_pages(&self) -> usize {
+        self.pending_pages
+    }
+
+    /// Applies one crawl to the overlay (visible to later crawls of this batch).
+    pub fn apply(&mut self, crawl: &PageCrawl) -> Result<ApplyStats> {
+        let day = day_of(crawl.fetched_at);
+        let status = match &crawl.outcome {
+            CrawlOutcome::Failed { .. } => {
+                return Ok(ApplyStats {
+                    skipped: true,
+                    ..Default::default()
+                })
+            }
+            CrawlOutcome::Html { .. } | CrawlOutcome::NotHtml => 200,
+            CrawlOutcome::Redirect { status, .. } | CrawlOutcome::Gone { status } => *status,
+        };
+        let previous = self.page_state(&crawl.url)?;
+        self.pending_pages += 1;
+        let mut stats = ApplyStats::default();
+        let found = found_links(crawl);
+
+        if let Some(prev) = previous {
+            if crawl.fetched_at == prev.last_fetch {
+                stats.skipped = true;
+                return Ok(stats);
+            }
+            if crawl.fetched_at < prev.last_fetch {
+                self.apply_older_crawl(&crawl.url, day, &found)?;
+                if crawl.fetched_at < prev.first_fetch {
+                    self.pages.insert(
+                        crawl.url.clone(),
+                        PageState {
+                            first_fetch: crawl.fetched_at,
+                            ..prev
+                        },
+                    );
+                }
+                return Ok(stats);
+            }
+        } else {
+            self.see_url(&crawl.url)?;
+            let mut delta = Counters {
+                crawled_urls: 1,
+                ..Default::default()
+            };
+            delta.last_crawl_day = i64::from(day);
+            self.add_counters_for_url(&crawl.url, &delta, true);
+        }
+        if previous.is_some() {
+            let delta = Counters {
+                last_crawl_day: i64::from(day),
+                ..Default::default()
+            };
+            self.add_counters_for_url(&crawl.url, &delta, true);
+        }
+
+        let existing = self.load_links(&crawl.url)?;
+        let lost_reason = match &crawl.outcome {
+            CrawlOutcome::Gone { status: 410 } => LostReason::PageGone,
+            CrawlOutcome::Gone { .. } => LostReason::PageNotFound,
+            CrawlOutcome::Redirect { .. } => LostReason::PageRedirected,
+            CrawlOutcome::NotHtml => LostReason::NotHtml,
+            _ => LostReason::LinkRemoved,
+        };
+        let mut changes: Vec<(Option<LinkRecord>, LinkRecord)> = Vec::new();
+        for (target, rec) in &existing {
+            if !found.contains_key(target) && !rec.is_deleted() {
+                let mut new = rec.clone();
+                new.set_flag(flags::DELETED, true);
+                new.date_lost = day;
+                new.lost_reason = lost_reason;
+                stats.links_deleted += 1;
+                changes.push((Some(rec.clone()), new));
+            }
+        }
+        for (target, link) in &found {
+            let old = existing.get(target);
+            let mut new = match old {
+                Some(old) => {
+                    stats.links_seen_again += 1;
+                    let mut r = old.clone();
+                    r.set_flag(flags::DELETED, false);
+                    r.date_lost = 0;
+                    r.lost_reason = LostReason::None;
+                    r
+                }
+                None => {
+                    stats.links_new += 1;
+                    LinkRecord {
+                        source_url: crawl.url.clone(),
+                        target_url: link.target.clone(),
+                        first_seen: day,
+                        ..Default::default()
+                    }
+                }
+            };
+            describe(&mut new, link, crawl.ip);
+            if let CrawlOutcome::Redirect { status, .. } = crawl.outcome {
+                new.redirect_status = status;
+            }
+            new.last_seen = new.last_seen.max(day);
+            new.history.insert(day);
+            if old.is_none() {
+                self.see_url(&link.target)?;
+            }
+            changes.push((old.cloned(), new));
+        }
+        for (old, new) in changes {
+            self.change_link(old.as_ref(), new)?;
+        }
+        let state = PageState {
+            first_fetch: previous.map_or(crawl.fetched_at, |p| p.first_fetch),
+            last_fetch: crawl.fetched_at,
+            last_status: status,
+        };
+        self.pages.insert(crawl.url.clone(), state);
+        Ok(stats)
+    }
+
+    /// An older crawl than the one applied: add its day to the history of links it shows
+    /// and move their discovery date earlier if needed. Nothing else changes.
+    fn apply_older_crawl(
+        &mut self,
+        url: &str,
+        day: u32,
+        found: &BTreeMap<String, OutLink>,
+    ) -> Result<()> {
+        let existing = self.load_links(url)?;
+        for target in found.keys() {
+            if let Some(old) = existing.get(target) {
+                if old.history.contains(day) && old.first_seen <= day {
+                    continue;
+                }
+                let mut new = old.clone();
+                new.history.insert(day);
+                new.first_seen = new.first_seen.min(day);
+                self.change_link(Some(old), new)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn page_state(&mut self, url: &str) -> Result<Option<PageState>> {
+        if let Some(s) = self.pages.get(url) {
+            return Ok(Some(*s));
+        }
+        self.store.page(url)
+    }
+
+    /// The page's current link set (overlay first, then the store).
+    fn load_links(&mut self, source: &str) -> Result<BTreeMap<String, LinkRecord>> {
+        if let Some(set) = self.links.get(source) {
+            return Ok(set.clone());
+        }
+        let prefix = crate::keys::url_hash(source).to_be_bytes();
+        let mut opts = ReadOptions::default();
+        if let Some(upper) = u64::from_be_bytes(prefix).checked_add(1) {
+            opts.set_iterate_upper_bound(upper.to_be_bytes());
+        }
+        let mut it = self
+            .store
+            .db
+            .raw_iterator_cf_opt(self.store.cf(CF_LINKS), opts);
+        it.seek(prefix);
+        let mut set = BTreeMap::new();
+        while let (Some(k), Some(v)) = (it.key(), it.value()) {
+            if !k.starts_with(&prefix) {
+                break;
+            }
+            let rec = LinkRecord::decode(v)?;
+            // A 64-bit hash collision between two source URLs: not this page's link.
+            if rec.source_url == source {
+                set.insert(rec.target_url.clone(), rec);
+            }
+            it.next();
+        }
+        it.status()?;
+        self.links.insert(source.to_string(), set.clone());
+        Ok(set)
+    }
+
+    fn change_link(&mut self, old: Option<&LinkRecord>, new: LinkRecord) -> Result<()> {
+        if let Some(old) = old {
+            self.contribute(old, -1)?;
+        }
+        self.contribute(&new, 1)?;
+        self.dirty_links
+            .insert((new.source_url.clone(), new.target_url.clone()));
+        self.links
+            .entry(new.source_url.clone())
+            .or_default()
+            .insert(new.target_url.clone(), new);
+        Ok(())
+    }
+
+    /// Adds (`sign` = 1) or removes (`sign` = -1) one record's share of every ordering,
+    /// counter and aggregate. Minima and maxima only move on additions: dates of first
+    /// and last sight never go back.
+    fn contribute(&mut self, rec: &LinkRecord, sign: i64) -> Result<()> {
+        let source_domain = domain_of_url(&rec.source_url).to_string();
+        let target_domain = domain_of_url(&rec.target_url).to_string();
+        let live = !rec.is_deleted();
+
+        if live {
+            for item in Item::levels_of_url(&rec.source_url) {
+                let key = self.store.hasher.item_key(&item);
+                let mut delta = Counters::default();
+                if rec.is_internal() {
+                    delta.out_links_internal = sign;
+                } else {
+                    delta.out_links_external = sign;
+                    delta.out_domains_external =
+                        self.bump_distinct(&key, DistinctKind::OutDomain, &target_domain, sign)?;
+                }
+                self.add_counters(key, &delta);
+            }
+        }
+        if rec.is_internal() {
+            return Ok(());
+        }
+
+        let link = link_key(&rec.source_url, &rec.target_url);
+        let encoded = (sign > 0).then(|| rec.encode());
+        let (edu, gov) = edu_gov(&source_domain);
+        let mut delta = Counters {
+            ext_backlinks: sign,
+            deleted_links: sign * i64::from(rec.is_deleted()),
+            nofollow_links: sign * i64::from(rec.is_nofollow()),
+            redirect_links: sign * i64::from(rec.kind == LinkKind::Redirect),
+            image_links: sign * i64::from(rec.kind == LinkKind::Image),
+            frame_links: sign * i64::from(rec.kind == LinkKind::Frame),
+            text_links: sign * i64::from(rec.kind == LinkKind::Text),
+            https_links: sign * i64::from(rec.source_url.starts_with("https:")),
+            edu_links: sign * i64::from(edu),
+            gov_links: sign * i64::from(gov),
+            ..Default::default()
+        };
+        if sign > 0 {
+            delta.first_link_day = i64::from(rec.first_seen);
+            delta.last_link_day = i64::from(rec.last_seen);
+        }
+        let index_key = self.store.hasher.item_key(&Item::index());
+        self.add_counters(index_key, &delta);
+
+        let cf_backlinks = self.store.cf(CF_BACKLINKS);
+        for item in Item::levels_of_url(&rec.target_url) {
+            let hash = self.store.hasher.hash(item.level, &item.name);
+            let key = backlink_key(hash, rec.source_flow.trust_flow, &link);
+            match &encoded {
+                Some(v) => self.batch.put_cf(cf_backlinks, key, v),
+                None => self.batch.delete_cf(cf_backlinks, key),
+            }
+            let item_key = self.store.hasher.item_key(&item);
+            let mut d = delta;
+
+            // Referring domain row; distinct counts move when a row appears or empties.
+            let rd_key = member_key(&item_key, &source_domain);
+            let rd = self.tracked_refdomain(rd_key, item_key.len(), &source_domain)?;
+            let before = (rd.links > 0, rd.live_links() > 0);
+            rd.links += sign;
+            rd.deleted_links += d.deleted_links;
+            rd.nofollow_links += d.nofollow_links;
+            if sign > 0 {
+                rd.first_seen = min_nonzero(rd.first_seen, rec.first_seen);
+                rd.last_seen = rd.last_seen.max(rec.last_seen);
+            }
+            let after = (rd.links > 0, rd.live_links() > 0);
+            d.ref_domains = i64::from(after.0) - i64::from(before.0);
+            d.ref_domains_live = i64::from(after.1) - i64::from(before.1);
+            d.ref_domains_edu = d.ref_domains * i64::from(edu);
+            d.ref_domains_gov = d.ref_domains * i64::from(gov);
+
+            if let Some(ip) = rec.source_ip {
+                d.ref_ips =
+                    self.bump_distinct(&item_key, DistinctKind::RefIp, &ip.to_string(), sign)?;
+                d.ref_subnets =
+                    self.bump_distinct(&item_key, DistinctKind::RefSubnet, &subnet(ip), sign)?;
+            }
+
+            let anchor_domain = format!("{}\u{1}{}", rec.anchor_text, source_domain);
+            let anchor_domains =
+                self.bump_distinct(&item_key, DistinctKind::AnchorDomain, &anchor_domain, sign)?;
+            let an_key = member_key(&item_key, &rec.anchor_text);
+            let an = self.tracked_anchor(an_key, item_key.len(), &rec.anchor_text)?;
+            an.links += sign;
+            an.deleted_links += d.deleted_links;
+            an.nofollow_links += d.nofollow_links;
+            an.ref_domains += anchor_domains;
+
+            self.add_timeline(
+                &item_key,
+                rec.first_seen,
+                TimelineDelta {
+                    found: sign,
+                    lost: 0,
+                },
+            );
+            if rec.is_deleted() {
+                self.add_timeline(
+                    &item_key,
+                    rec.date_lost,
+                    TimelineDelta {
+                        found: 0,
+                        lost: sign,
+                    },
+                );
+            }
+            self.add_counters(item_key, &d);
+        }
+        Ok(())
+    }
+
+    fn add_timeline(&mut self, item_key: &[u8], day: u32, d: TimelineDelta) {
+        let e = self
+            .timeline
+            .entry(timeline_key(item_key, day))
+            .or_default();
+        e.found += d.found;
+        e.lost += d.lost;
+    }
+
+    fn add_counters(&mut self, key: Vec<u8>, delta: &Counters) {
+        accumulate(self.counters.entry(key).or_default(), delta);
+    }
+
+    fn add_counters_for_url(&mut self, url: &str, delta: &Counters, with_index: bool) {
+        for item in Item::levels_of_url(url) {
+            let key = self.store.hasher.item_key(&item);
+            self.add_counters(key, delta);
+        }
+        if with_index {
+            let key = self.store.hasher.item_key(&Item::index());
+            self.add_counters(key, delta);
+        }
+    }
+
+    /// Records a URL as known to the index; the first time, its items' `indexed_urls` grow.
+    fn see_url(&mut self, url: &str) -> Result<()> {
+        if self.new_urls.contains(url) {
+            return Ok(());
+        }
+        let key = url_key(url);
+        if self
+            .store
+            .db
+            .get_pinned_cf(self.store.cf(CF_URLS), &key)?
+            .is_some()
+        {
+            return Ok(());
+        }
+        self.new_urls.insert(url.to_string());
+        self.batch.put_cf(self.store.cf(CF_URLS), key, []);
+        let delta = Counters {
+            indexed_urls: 1,
+            ..Default::default()
+        };
+        self.add_counters_for_url(url, &delta, true);
+        Ok(())
+    }
+
+    /// Moves a distinct-member reference count; returns the change in the number of
+    /// distinct members (+1 when the member appears, -1 when its count drops to 0).
+    fn bump_distinct(
+        &mut self,
+        item_key: &[u8],
+        kind: DistinctKind,
+        member: &str,
+        sign: i64,
+    ) -> Result<i64> {
+        let key = distinct_key(item_key, kind, member);
+        let before = match self.distinct.get(&key) {
+            Some(&n) => n,
+            None => match self
+                .store
+                .db
+                .get_pinned_cf(self.store.cf(CF_DISTINCT), &key)?
+            {
+                Some(v) => crate::codec::Reader::new(&v, "distinct").ivarint()?,
+                None => 0,
+            },
+        };
+        let after = before + sign;
+        self.distinct.insert(key, after);
+        Ok(i64::from(after > 0) - i64::from(before > 0))
+    }
+
+    fn tracked_refdomain(
+        &mut self,
+        key: Vec<u8>,
+        item_key_len: usize,
+        domain: &str,
+    ) -> Result<&mut RefDomain> {
+        if !self.refdomains.contains_key(&key) {
+            let original = self
+                .store
+                .db
+                .get_pinned_cf(self.store.cf(CF_REFDOMAINS), &key)?
+                .map(|v| RefDomain::decode(&v))
+                .transpose()?;
+            let current = original.clone().unwrap_or_else(|| RefDomain {
+                domain: domain.to_string(),
+                ..Default::default()
+            });
+            self.refdomains.insert(
+                key.clone(),
+                Tracked {
+                    item_key_len,
+                    original,
+                    current,
+                },
+            );
+        }
+        Ok(&mut self
+            .refdomains
+            .get_mut(&key)
+            .expect("inserted above")
+            .current)
+    }
+
+    fn tracked_anchor(
+        &mut self,
+        key: Vec<u8>,
+        item_key_len: usize,
+        text: &str,
+    ) -> Result<&mut AnchorText> {
+        if !self.anchors.contains_key(&key) {
+            let original = self
+                .store
+                .db
+                .get_pinned_cf(self.store.cf(CF_ANCHORS), &key)?
+                .map(|v| AnchorText::decode(&v))
+                .transpose()?;
+            let current = original.clone().unwrap_or_else(|| AnchorText {
+                text: text.to_string(),
+                ..Default::default()
+            });
+            self.anchors.insert(
+                key.clone(),
+                Tracked {
+                    item_key_len,
+                    original,
+                    current,
+                },
+            );
+        }
+        Ok(&mut self.anchors.get_mut(&key).expect("inserted above").current)
+    }
+
+    /// Writes everything buffered since the last commit in one atomic write batch.
+    pub fn commit(&mut self) -> Result<()> {
+        let s = self.store;
+        let mut batch = std::mem::take(&mut self.batch);
+        for (url, state) in self.pages.drain() {
+            batch.put_cf(s.cf(CF_PAGES), url_key(&url), state.encode());
+        }
+        for (source, target) in self.dirty_links.drain() {
+            let rec = &self.links[&source][&target];
+            batch.put_cf(s.cf(CF_LINKS), link_key(&source, &target), rec.encode());
+        }
+        self.links.clear();
+        for (key, delta) in self.counters.drain() {
+            batch.merge_cf(s.cf(CF_COUNTERS), key, delta.encode());
+        }
+        for (key, delta) in self.timeline.drain() {
+            batch.merge_cf(s.cf(CF_TIMELINE), key, delta.encode());
+        }
+        for (key, n) in self.distinct.drain() {
+            if n > 0 {
+                let mut v = Vec::with_capacity(4);
+                crate::codec::put_ivarint(&mut v, n);
+                batch.put_cf(s.cf(CF_DISTINCT), key, v);
+            } else {
+                batch.delete_cf(s.cf(CF_DISTINCT), key);
+            }
+        }
+        write_ranked(
+            &mut batch,
+            s,
+            CF_REFDOMAINS,
+            CF_REFDOMAINS_RANKED,
+            self.refdomains.drain(),
+            |r| (r.links > 0, r.encode(), r.rank().to_vec(), r.domain.clone()),
+        );
+        write_ranked(
+            &mut batch,
+            s,
+            CF_ANCHORS,
+            CF_ANCHORS_RANKED,
+            self.anchors.drain(),
+            |a| (a.links > 0, a.encode(), a.rank().to_vec(), a.text.clone()),
+        );
+        self.new_urls.clear();
+        self.pending_pages = 0;
+        s.db.write(batch)?;
+        Ok(())
+    }
+}
+
+/// Writes aggregate rows and moves their ranked copies: the old ranked key (from the
+/// value as loaded) is deleted and the new one written. Empty rows are removed.
+fn write_ranked<T>(
+    batch: &mut WriteBatch,
+    s: &Store,
+    cf_rows: &str,
+    cf_ranked: &str,
+    rows: impl Iterator<Item = (Vec<u8>, Tracked<T>)>,
+    describe: impl Fn(&T) -> (bool, Vec<u8>, Vec<u64>, String),
+) {
+    for (key, t) in rows {
+        let item_key = &key[..t.item_key_len];
+        if let Some(orig) = &t.original {
+            let (_, _, rank, member) = describe(orig);
+            batch.delete_cf(s.cf(cf_ranked), ranked_key(item_key, &rank, &member));
+        }
+        let (keep, value, rank, member) = describe(&t.current);
+        if keep {
+            batch.put_cf(
+                s.cf(cf_ranked),
+                ranked_key(item_key, &rank, &member),
+                &value,
+            );
+            batch.put_cf(s.cf(cf_rows), &key, value);
+        } else {
+            batch.delete_cf(s.cf(cf_rows), &key);
+        }
+    }
+}
+
+/// The links a crawl shows, one per target (the first occurrence wins); a redirect shows
+/// exactly one, to its `Location`.
+fn found_links(crawl: &PageCrawl) -> BTreeMap<String, OutLink> {
+    let mut found = BTreeMap::new();
+    match &crawl.outcome {
+        CrawlOutcome::Html { links } => {
+            for l in links {
+                found.entry(l.target.clone()).or_insert_with(|| l.clone());
+            }
+        }
+        CrawlOutcome::Redirect { location, .. } => {
+            let link = OutLink {
+                target: location.clone(),
+                kind: LinkKind::Redirect,
+                ..Default::default()
+            };
+            found.insert(location.clone(), link);
+        }
+        _ => {}
+    }
+    found
+}
+
+/// Copies what the latest crawl says about a link into its record.
+fn describe(rec: &mut LinkRecord, link: &OutLink, ip: Option<IpAddr>) {
+    rec.anchor_text = link.anchor_text.clone();
+    rec.alt_text = link.alt_text.clone();
+    rec.kind = link.kind;
+    rec.set_flag(flags::NOFOLLOW, link.nofollow);
+    rec.set_flag(flags::UGC, link.ugc);
+    rec.set_flag(flags::SPONSORED, link.sponsored);
+    rec.set_flag(flags::ALT_TEXT, !link.alt_text.is_empty());
+    rec.set_flag(
+        flags::INTERNAL,
+        domain_of_url(&rec.source_url) == domain_of_url(&rec.target_url),
+    );
+    rec.source_ip = ip.or(rec.source_ip);
+}
+
+fn domain_of_url(url: &str) -> &str {
+    let host = host_of(url);
+    root_domain(host).unwrap_or(host)
+}
+
+fn min_nonzero(a: u32, b: u32) -> u32 {
+    match (a, b) {
+        (0, x) | (x, 0) => x,
+        (a, b) => a.min(b),
+    }
+}
+
+/// Educational and government registrable domains, by their public suffix.
+fn edu_gov(domain: &str) -> (bool, bool) {
+    let suffix = psl::suffix_str(domain).unwrap_or("");
+    let first = suffix.split('.').next().unwrap_or("");
+    let edu = matches!(first, "edu" | "ac") || suffix == "edu";
+    let gov = matches!(first, "gov" | "govt" | "gouv" | "gob" | "mil") || suffix == "gov";
+    (edu, gov)
+}
+
+/// `/24` of an IPv4 address, `/48` of an IPv6 one.
+fn subnet(ip: IpAddr) -> String {
+    match ip {
+        IpAddr::V4(v4) => {
+            let o = v4.octets();
+            format!("{}.{}.{}.0/24", o[0], o[1], o[2])
+        }
+        IpAddr::V6(v6) => {
+            let s = v6.segments();
+            format!("{:x}:{:x}:{:x}::/48", s[0], s[1], s[2])
+        }
+    }
+}

@@ -1,0 +1,510 @@
+//! A deterministic synthetic web: root domains of power-law sizes with several hosts,
+//! links whose targets follow a power law (a few pages get most backlinks), anchor-text,
+//! nofollow, image and redirect mixes, and repeated crawls over time in which links
+//! appear and disappear and pages die. Written as real crawl files (JSON-lines or WARC,
+//! gzipped), one file per crawl round, so the same bytes feed the demo, the tests and the
+//! benchmarks.
+//!
+//! Everything is a pure function of the spec and seed: the same spec gives the same
+//! files byte for byte.
+
+use flate2::write::GzEncoder;
+use flate2::Compression;
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputFormat {
+    JsonLines,
+    Warc,
+}
+
+/// What to generate.
+#[derive(Debug, Clone)]
+pub struct WebSpec {
+    pub seed: u64,
+    pub domains: usize,
+    /// Pages in total, spread over domains by a power law.
+    pub pages: usize,
+    /// Mean links per page (internal and external).
+    pub links_per_page: usize,
+    /// Crawl rounds; each writes one file.
+    pub crawls: usize,
+    /// Unix time of the first crawl round.
+    pub start: i64,
+    pub crawl_interval_days: i64,
+    /// Share of pages fetched in each round.
+    pub crawl_coverage: f64,
+    pub format: OutputFormat,
+}
+
+impl Default for WebSpec {
+    fn default() -> Self {
+        WebSpec {
+            seed: 42,
+            domains: 2_000,
+            pages: 20_000,
+            links_per_page: 20,
+            crawls: 3,
+            start: 1_735_689_600, // 2025-01-01
+            crawl_interval_days: 30,
+            crawl_coverage: 0.9,
+            format: OutputFormat::JsonLines,
+        }
+    }
+}
+
+/// What was written.
+#[derive(Debug, Clone, Default)]
+pub struct GenSummary {
+    pub files: Vec<PathBuf>,
+    pub fetches: u64,
+    pub links: u64,
+    pub bytes: u64,
+}
+
+const TLDS: &[&str] = &[
+    "com", "com", "com", "org", "net", "co.uk", "de", "fr", "io", "com.au", "edu", "gov", "ac.uk",
+    "nl", "it", "es",
+];
+const WORDS: &[&str] = &[
+    "alpha", "blue", "cedar", "delta", "ember", "falcon", "garden", "harbor", "indigo", "juniper",
+    "kettle", "lumen", "maple", "nova", "orbit", "pixel", "quartz", "river", "summit", "tango",
+    "umber", "velvet", "willow", "xenon", "yonder", "zephyr",
+];
+const TOPICS: &[&str] = &[
+    "news", "blog", "shop", "travel", "recipes", "software", "health", "finance", "sports",
+    "music", "science", "garden", "history", "cars", "books",
+];
+const GENERIC_ANCHORS: &[&str] = &["click here", "read more", "here", "website", "link", "more"];
+const HOSTS: &[&str] = &["www", "blog", "shop", "news"];
+
+/// SplitMix64: a tiny, fast, well-mixed deterministic hash of a few integers.
+fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+fn h(parts: &[u64]) -> u64 {
+    parts.iter().fold(0x1234_5678, |acc, &p| mix(acc ^ p))
+}
+
+/// Uniform in [0, 1).
+fn unit(x: u64) -> f64 {
+    (x >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// The generated web's structure.
+pub struct Web {
+    spec: WebSpec,
+    /// First global page id of each domain (prefix sums of power-law sizes).
+    domain_start: Vec<usize>,
+    /// Cumulative popularity of domains (Zipf, exponent 1) for target choice.
+    domain_cdf: Vec<f64>,
+}
+
+impl Web {
+    pub fn new(spec: WebSpec) -> Web {
+        let n = spec.domains.max(1);
+        let weights: Vec<f64> = (0..n).map(|d| 1.0 / (d as f64 + 1.0).powf(0.9)).collect();
+        let total: f64 = weights.iter().sum();
+        let pages = spec.pages.max(n);
+        let mut domain_start = Vec::with_capacity(n + 1);
+        let mut acc = 0usize;
+        for w in &weights {
+            domain_start.push(acc);
+            acc += ((w / total) * (pages - n) as f64) as usize + 1;
+        }
+        domain_start.push(acc);
+        let mut cdf = Vec::with_capacity(n);
+        let mut c = 0.0;
+        for d in 0..n {
+            c += 1.0 / (d as f64 + 1.0);
+            cdf.push(c);
+        }
+        for x in &mut cdf {
+            *x /= c;
+        }
+        Web {
+            spec,
+            domain_start,
+            domain_cdf: cdf,
+        }
+    }
+
+    pub fn pages(&self) -> usize {
+        *self.domain_start.last().expect("at least one domain")
+    }
+
+    fn domain_of(&self, page: usize) -> usize {
+        self.domain_start.partition_point(|&s| s <= page) - 1
+    }
+
+    fn domain_size(&self, d: usize) -> usize {
+        self.domain_start[d + 1] - self.domain_start[d]
+    }
+
+    /// Registered domain name of domain `d`.
+    pub fn domain_name(&self, d: usize) -> String {
+        let x = h(&[self.spec.seed, 1, d as u64]);
+        let a = WORDS[(x % WORDS.len() as u64) as usize];
+        let b = WORDS[((x >> 8) % WORDS.len() as u64) as usize];
+        let tld = TLDS[((x >> 16) % TLDS.len() as u64) as usize];
+        format!("{a}{b}{d}.{tld}")
+    }
+
+    /// URL of a global page id. Page 0 of each domain is `http://www.<domain>/`.
+    pub fn url(&self, page: usize) -> String {
+        let d = self.domain_of(page);
+        let j = page - self.domain_start[d];
+        let name = self.domain_name(d);
+        let hosts = 1 + d % HOSTS.len();
+        let host = HOSTS[j % hosts];
+        if j == 0 {
+            return format!("http://www.{name}/");
+        }
+        let scheme = if d % 3 == 0 { "https" } else { "http" };
+        let topic = TOPICS[(h(&[self.spec.seed, 2, page as u64]) % TOPICS.len() as u64) as usize];
+        format!("{scheme}://{host}.{name}/{topic}/{j}.html")
+    }
+
+    /// The most linked-to URL of the web (home page of the most popular domain).
+    pub fn hot_url(&self) -> String {
+        self.url(0)
+    }
+
+    /// Picks a link target for slot `slot` of `page`: internal (same domain) 30% of the
+    /// time, otherwise a power-law choice of domain and of page within it.
+    fn target(&self, page: usize, slot: usize) -> usize {
+        let x = h(&[self.spec.seed, 3, page as u64, slot as u64]);
+        let d = if unit(x) < 0.3 {
+            self.domain_of(page)
+        } else {
+            let u = unit(mix(x));
+            self.domain_cdf
+                .partition_point(|&c| c < u)
+                .min(self.spec.domains - 1)
+        };
+        let size = self.domain_size(d) as f64;
+        // Log-uniform rank: P(rank j) ~ 1/j, so home pages collect most links.
+        let j = (size.powf(unit(mix(x ^ 0xABCD))) - 1.0) as usize;
+        self.domain_start[d] + j.min(self.domain_size(d) - 1)
+    }
+
+    /// The links of `page` as crawled in `round`.
+    pub fn links(&self, page: usize, round: usize) -> Vec<GenLink> {
+        let s = self.spec.seed;
+        let base = h(&[s, 4, page as u64]);
+        let n = (unit(base) * 2.0 * self.spec.links_per_page as f64) as usize;
+        let d = self.domain_of(page);
+        let mut out = Vec::with_capacity(n);
+        for slot in 0..n {
+            let x = h(&[s, 5, page as u64, slot as u64]);
+            // Lifecycle: most links exist from the first round; some are added later,
+            // some removed.
+            let born = if unit(x) < 0.8 {
+                0
+            } else {
+                (x >> 20) as usize % self.spec.crawls.max(1)
+            };
+            let dies = if unit(mix(x)) < 0.15 {
+                born + 1 + (x >> 40) as usize % self.spec.crawls.max(1)
+            } else {
+                usize::MAX
+            };
+            if round < born || round >= dies {
+                continue;
+            }
+            let t = self.target(page, slot);
+            let kind = match (x >> 8) % 100 {
+                0..=4 => "img",
+                5 => "iframe",
+                _ => "a",
+            };
+            let td = self.domain_of(t);
+            let anchor = match (x >> 16) % 10 {
+                0..=2 => self.domain_name(td),
+                3 => GENERIC_ANCHORS[((x >> 24) % GENERIC_ANCHORS.len() as u64) as usize].into(),
+                4 => self.url(t),
+                _ => format!(
+                    "{} {}",
+                    WORDS[((x >> 28) % WORDS.len() as u64) as usize],
+                    TOPICS[((x >> 32) % TOPICS.len() as u64) as usize]
+                ),
+            };
+            out.push(GenLink {
+                url: self.url(t),
+                text: if kind == "a" {
+                    anchor.clone()
+                } else {
+                    String::new()
+                },
+                alt: if kind == "img" { anchor } else { String::new() },
+                nofollow: d != td && (x >> 36) % 10 == 0,
+                kind,
+            });
+        }
+        out
+    }
+
+    /// What a fetch of `page` in `round` returns: `None` if not fetched this round.
+    pub fn fetch(&self, page: usize, round: usize) -> Option<GenFetch> {
+        let s = self.spec.seed;
+        let x = h(&[s, 6, page as u64, round as u64]);
+        if unit(x) >= self.spec.crawl_coverage {
+            return None;
+        }
+        let fate = h(&[s, 7, page as u64]);
+        // 3% of non-home pages die (404) from some round on; 1% start redirecting home.
+        let j = page - self.domain_start[self.domain_of(page)];
+        let change_round = 1 + (fate >> 32) as usize % self.spec.crawls.max(1);
+        let status = if j > 0 && round >= change_round && unit(fate) < 0.03 {
+            404
+        } else if j > 0 && round >= change_round && unit(fate) < 0.04 {
+            301
+        } else {
+            200
+        };
+        let fetched_at = self.spec.start
+            + round as i64 * self.spec.crawl_interval_days * 86_400
+            + (x >> 40) as i64 % 86_400;
+        let d = self.domain_of(page);
+        let ipx = h(&[s, 8, d as u64]);
+        Some(GenFetch {
+            url: self.url(page),
+            fetched_at,
+            ip: format!(
+                "10.{}.{}.{}",
+                (ipx >> 8) % 256,
+                (ipx >> 16) % 256,
+                1 + ipx % 250
+            ),
+            status,
+            location: (status == 301).then(|| self.url(self.domain_start[d])),
+            links: if status == 200 {
+                self.links(page, round)
+            } else {
+                Vec::new()
+            },
+        })
+    }
+}
+
+pub struct GenLink {
+    pub url: String,
+    pub text: String,
+    pub alt: String,
+    pub nofollow: bool,
+    pub kind: &'static str,
+}
+
+pub struct GenFetch {
+    pub url: String,
+    pub fetched_at: i64,
+    pub ip: String,
+    pub status: u16,
+    pub location: Option<String>,
+    pub links: Vec<GenLink>,
+}
+
+fn json_str(s: &str) -> String {
+    serde_json::to_string(s).expect("strings always serialise")
+}
+
+fn iso(ts: i64) -> String {
+    let days = ts.div_euclid(86_400);
+    let secs = ts.rem_euclid(86_400);
+    let (y, m, d) = civil(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
+}
+
+fn civil(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+fn write_jsonl(out: &mut impl Write, f: &GenFetch) -> io::Result<()> {
+    write!(
+        out,
+        "{{\"url\":{},\"fetched_at\":\"{}\",\"status\":{},\"ip\":\"{}\"",
+        json_str(&f.url),
+        iso(f.fetched_at),
+        f.status,
+        f.ip
+    )?;
+    if let Some(l) = &f.location {
+        write!(out, ",\"location\":{}", json_str(l))?;
+    }
+    out.write_all(b",\"links\":[")?;
+    for (i, l) in f.links.iter().enumerate() {
+        if i > 0 {
+            out.write_all(b",")?;
+        }
+        write!(
+            out,
+            "{{\"url\":{},\"type\":\"{}\"",
+            json_str(&l.url),
+            l.kind
+        )?;
+        if !l.text.is_empty() {
+            write!(out, ",\"text\":{}", json_str(&l.text))?;
+        }
+        if !l.alt.is_empty() {
+            write!(out, ",\"alt\":{}", json_str(&l.alt))?;
+        }
+        if l.nofollow {
+            out.write_all(b",\"rel\":\"nofollow\"")?;
+        }
+        out.write_all(b"}")?;
+    }
+    out.write_all(b"]}\n")
+}
+
+fn html_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// One WARC response record, gzipped as its own member (as Common Crawl writes them).
+fn write_warc(out: &mut impl Write, f: &GenFetch) -> io::Result<()> {
+    let mut http = Vec::new();
+    match f.status {
+        200 => {
+            let mut body =
+                String::from("<!doctype html><html><head><title>page</title></head><body>\n");
+            for l in &f.links {
+                let rel = if l.nofollow { " rel=\"nofollow\"" } else { "" };
+                let href = html_escape(&l.url);
+                match l.kind {
+                    "img" => body.push_str(&format!(
+                        "<a href=\"{href}\"{rel}><img src=\"/i.png\" alt=\"{}\"></a>\n",
+                        html_escape(&l.alt)
+                    )),
+                    "iframe" => body.push_str(&format!("<iframe src=\"{href}\"></iframe>\n")),
+                    _ => body.push_str(&format!(
+                        "<p><a href=\"{href}\"{rel}>{}</a></p>\n",
+                        html_escape(&l.text)
+                    )),
+                }
+            }
+            body.push_str("</body></html>\n");
+            write!(
+                http,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            )?;
+        }
+        301 => write!(
+            http,
+            "HTTP/1.1 301 Moved Permanently\r\nLocation: {}\r\nContent-Length: 0\r\n\r\n",
+            f.location.as_deref().unwrap_or("/")
+        )?,
+        s => write!(http, "HTTP/1.1 {s} Not Found\r\nContent-Length: 0\r\n\r\n")?,
+    }
+    let mut gz = GzEncoder::new(Vec::new(), Compression::fast());
+    write!(
+        gz,
+        "WARC/1.0\r\nWARC-Type: response\r\nWARC-Target-URI: {}\r\nWARC-Date: {}\r\nWARC-IP-Address: {}\r\nContent-Type: application/http; msgtype=response\r\nContent-Length: {}\r\n\r\n",
+        f.url,
+        iso(f.fetched_at),
+        f.ip,
+        http.len()
+    )?;
+    gz.write_all(&http)?;
+    gz.write_all(b"\r\n\r\n")?;
+    out.write_all(&gz.finish()?)
+}
+
+/// Writes one gzipped crawl file per round into `dir`, calling `progress` with the
+/// round number and the fetches written so far.
+pub fn generate(
+    spec: &WebSpec,
+    dir: &Path,
+    progress: &mut dyn FnMut(usize, u64),
+) -> io::Result<GenSummary> {
+    std::fs::create_dir_all(dir)?;
+    let web = Web::new(spec.clone());
+    let mut summary = GenSummary::default();
+    for round in 0..spec.crawls {
+        let ext = match spec.format {
+            OutputFormat::JsonLines => "jsonl.gz",
+            OutputFormat::Warc => "warc.gz",
+        };
+        let path = dir.join(format!("crawl-{round:03}.{ext}"));
+        let file = BufWriter::with_capacity(1 << 20, File::create(&path)?);
+        // JSON-lines is one gzip stream; WARC records are gzipped one member each.
+        let mut out: Box<dyn Write> = match spec.format {
+            OutputFormat::JsonLines => Box::new(GzEncoder::new(file, Compression::fast())),
+            OutputFormat::Warc => Box::new(file),
+        };
+        for page in 0..web.pages() {
+            let Some(f) = web.fetch(page, round) else {
+                continue;
+            };
+            summary.fetches += 1;
+            summary.links += f.links.len() as u64;
+            match spec.format {
+                OutputFormat::JsonLines => write_jsonl(&mut out, &f)?,
+                OutputFormat::Warc => write_warc(&mut out, &f)?,
+            }
+            if summary.fetches % 10_000 == 0 {
+                progress(round, summary.fetches);
+            }
+        }
+        out.flush()?;
+        drop(out);
+        summary.bytes += std::fs::metadata(&path)?.len();
+        summary.files.push(path);
+        progress(round, summary.fetches);
+    }
+    Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generation_is_deterministic_and_power_law() {
+        let spec = WebSpec {
+            domains: 200,
+            pages: 2_000,
+            ..Default::default()
+        };
+        let a = Web::new(spec.clone());
+        let b = Web::new(spec);
+        let mut indeg = vec![0u32; a.pages()];
+        for p in 0..a.pages() {
+            let la: Vec<String> = a.links(p, 0).into_iter().map(|l| l.url).collect();
+            let lb: Vec<String> = b.links(p, 0).into_iter().map(|l| l.url).collect();
+            assert_eq!(la, lb);
+            for slot in 0..10 {
+                indeg[a.target(p, slot)] += 1;
+            }
+        }
+        indeg.sort_unstable_by(|x, y| y.cmp(x));
+        let top: u32 = indeg[..20].iter().sum();
+        let total: u32 = indeg.iter().sum();
+        // The top 1% of pages collect far more than 1% of the links.
+        assert!(top * 10 > total, "top 20 pages have {top} of {total} links");
+        assert_eq!(iso(0), "1970-01-01T00:00:00Z");
+        assert_eq!(iso(1_735_689_600), "2025-01-01T00:00:00Z");
+    }
+}
