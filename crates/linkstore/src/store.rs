@@ -113,6 +113,14 @@ pub struct TimelinePoint {
     pub lost: i64,
 }
 
+impl Drop for Store {
+    fn drop(&mut self) {
+        // Writes bypass the WAL: without this flush a clean exit would drop the last
+        // memtables (a crash does too, and re-running the ingest restores them).
+        let _ = self.flush();
+    }
+}
+
 impl Store {
     pub fn open(path: impl AsRef<Path>, options: &StoreOptions) -> Result<Store> {
         let path = path.as_ref().to_path_buf();
@@ -122,6 +130,9 @@ impl Store {
         db_opts.create_missing_column_families(true);
         db_opts.increase_parallelism(2);
         db_opts.set_max_background_jobs(2);
+        // Writes skip the WAL (see `Writer::commit`); atomic flushes keep every column
+        // family at the same batch boundary, so a crash leaves a consistent earlier state.
+        db_opts.set_atomic_flush(true);
         let cfs = ALL_CFS.iter().map(|&name| {
             let mut o = Options::default();
             let mut table = BlockBasedOptions::default();
@@ -133,6 +144,9 @@ impl Store {
             o.set_block_based_table_factory(&table);
             o.set_compression_type(rocksdb::DBCompressionType::Lz4);
             o.set_write_buffer_size(64 << 20);
+            // Most ingest reads are misses on new keys: let the memtable say so cheaply.
+            o.set_memtable_prefix_bloom_ratio(0.1);
+            o.set_memtable_whole_key_filtering(true);
             match name {
                 CF_COUNTERS => o.set_merge_operator_associative("counters_v1", merge_counters),
                 CF_TIMELINE => o.set_merge_operator_associative("timeline_v1", merge_timeline),
@@ -382,6 +396,14 @@ impl Store {
                 .unwrap_or(0);
         }
         Ok(total)
+    }
+
+    /// Persists everything written so far (writes bypass the WAL).
+    pub fn flush(&self) -> Result<()> {
+        let cfs: Vec<&ColumnFamily> = ALL_CFS.iter().map(|n| self.cf(n)).collect();
+        self.db
+            .flush_cfs_opt(&cfs, &rocksdb::FlushOptions::default())?;
+        Ok(())
     }
 
     /// Flushes memtables to SST files and compacts, so `disk_bytes` is meaningful.
