@@ -139,7 +139,8 @@ mod tests {
 
     #[test]
     fn days_convert_both_ways() {
-        assert_eq!(format_day(day_of(0) + 1), "1970-01-02");
+        assert_eq!(format_day(1), "1970-01-02");
+        assert_eq!(day_of(86_400 * 3 + 5), 3);
         assert_eq!(parse_day("2024-02-29"), Some(19_782));
         assert_eq!(format_day(19_782), "2024-02-29");
         assert_eq!(parse_day("2023-02-29"), None);

@@ -1,0 +1,370 @@
+//! Crawl semantics (product brief §1.11), orderings, filters, counters and hash-collision
+//! safety, on a real RocksDB store in a temporary directory.
+
+use linkstore::{
+    parse_day, BacklinkQuery, CrawlOutcome, Item, LinkKind, LostReason, OutLink, PageCrawl,
+    Store, StoreOptions,
+};
+
+const DAY: i64 = 86_400;
+const T0: i64 = 1_735_689_600; // 2025-01-01
+
+fn link(target: &str, text: &str) -> OutLink {
+    OutLink {
+        target: target.into(),
+        anchor_text: text.into(),
+        ..Default::default()
+    }
+}
+
+fn html(url: &str, at: i64, links: Vec<OutLink>) -> PageCrawl {
+    PageCrawl {
+        url: url.into(),
+        fetched_at: at,
+        ip: Some("192.0.2.7".parse().unwrap()),
+        outcome: CrawlOutcome::Html { links },
+    }
+}
+
+fn open(bits: u8) -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(
+        dir.path(),
+        &StoreOptions {
+            hash_bits: bits,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    (dir, store)
+}
+
+fn apply_all(store: &Store, crawls: &[PageCrawl]) {
+    let mut w = store.writer();
+    for c in crawls {
+        w.apply(c).unwrap();
+    }
+    w.commit().unwrap();
+}
+
+fn all_backlinks(store: &Store, item: &str) -> Vec<linkstore::LinkRecord> {
+    store
+        .backlinks(
+            &Item::parse(item).unwrap(),
+            &BacklinkQuery {
+                count: 50_000,
+                ..Default::default()
+            },
+        )
+        .unwrap()
+}
+
+#[test]
+fn links_are_found_seen_again_and_lost() {
+    let (_d, store) = open(64);
+    let target = "http://t.com/";
+    apply_all(
+        &store,
+        &[
+            html("http://a.com/p", T0, vec![link(target, "T"), link("http://b.org/", "B")]),
+            html("http://a.com/p", T0 + 10 * DAY, vec![link(target, "T2")]),
+        ],
+    );
+    let rows = all_backlinks(&store, target);
+    assert_eq!(rows.len(), 1);
+    let r = &rows[0];
+    assert_eq!(r.anchor_text, "T2", "latest crawl's anchor text");
+    assert_eq!(r.first_seen, parse_day("2025-01-01").unwrap());
+    assert_eq!(r.last_seen, parse_day("2025-01-11").unwrap());
+    assert_eq!(r.history.len(), 2);
+    assert!(!r.is_deleted());
+
+    let lost = all_backlinks(&store, "b.org");
+    assert_eq!(lost.len(), 1);
+    assert!(lost[0].is_deleted());
+    assert_eq!(lost[0].date_lost, parse_day("2025-01-11").unwrap());
+    assert_eq!(lost[0].lost_reason, LostReason::LinkRemoved);
+
+    let c = store.counters(&Item::parse("b.org").unwrap()).unwrap().unwrap();
+    assert_eq!((c.ext_backlinks, c.deleted_links, c.ref_domains), (1, 1, 1));
+    assert_eq!(c.ref_domains_live, 0);
+    let tl = store
+        .timeline(&Item::parse("b.org").unwrap(), 0, u32::MAX)
+        .unwrap();
+    assert_eq!(tl.len(), 2);
+    assert_eq!((tl[0].found, tl[0].lost), (1, 0));
+    assert_eq!((tl[1].found, tl[1].lost), (0, 1));
+}
+
+#[test]
+fn reingest_is_idempotent_and_older_crawls_never_resurrect() {
+    let (_d, store) = open(64);
+    let crawls = vec![
+        html("http://a.com/p", T0, vec![link("http://t.com/", "x")]),
+        html("http://a.com/p", T0 + 5 * DAY, vec![]),
+    ];
+    apply_all(&store, &crawls);
+    let item = Item::parse("t.com").unwrap();
+    let before = store.counters(&item).unwrap();
+    let rows_before = all_backlinks(&store, "t.com");
+
+    apply_all(&store, &crawls);
+    assert_eq!(store.counters(&item).unwrap(), before, "same file twice");
+    assert_eq!(all_backlinks(&store, "t.com"), rows_before);
+
+    // An older crawl showing the link again must not bring it back.
+    apply_all(&store, &[html("http://a.com/p", T0 + 2 * DAY, vec![link("http://t.com/", "x")])]);
+    let rows = all_backlinks(&store, "t.com");
+    assert!(rows[0].is_deleted());
+    assert!(rows[0].history.contains(parse_day("2025-01-03").unwrap()));
+    assert_eq!(store.counters(&item).unwrap().unwrap().deleted_links, 1);
+
+    // A newer crawl that finds it again does.
+    apply_all(&store, &[html("http://a.com/p", T0 + 9 * DAY, vec![link("http://t.com/", "x")])]);
+    let rows = all_backlinks(&store, "t.com");
+    assert!(!rows[0].is_deleted());
+    assert_eq!(rows[0].date_lost, 0);
+    assert_eq!(store.counters(&item).unwrap().unwrap().deleted_links, 0);
+}
+
+#[test]
+fn gone_and_redirecting_pages_lose_their_links_with_a_reason() {
+    let (_d, store) = open(64);
+    apply_all(
+        &store,
+        &[
+            html("http://a.com/1", T0, vec![link("http://t.com/", "one")]),
+            html("http://a.com/2", T0, vec![link("http://t.com/", "two")]),
+            PageCrawl {
+                url: "http://a.com/1".into(),
+                fetched_at: T0 + DAY,
+                ip: None,
+                outcome: CrawlOutcome::Gone { status: 410 },
+            },
+            PageCrawl {
+                url: "http://a.com/2".into(),
+                fetched_at: T0 + DAY,
+                ip: None,
+                outcome: CrawlOutcome::Redirect {
+                    status: 301,
+                    location: "http://new.net/".into(),
+                },
+            },
+            PageCrawl {
+                url: "http://a.com/3".into(),
+                fetched_at: T0 + DAY,
+                ip: None,
+                outcome: CrawlOutcome::Failed { status: 503 },
+            },
+        ],
+    );
+    let mut reasons: Vec<LostReason> = all_backlinks(&store, "t.com")
+        .iter()
+        .map(|r| r.lost_reason)
+        .collect();
+    reasons.sort_by_key(|r| *r as u8);
+    assert_eq!(reasons, [LostReason::PageGone, LostReason::PageRedirected]);
+    let redirect = all_backlinks(&store, "http://new.net/");
+    assert_eq!(redirect.len(), 1);
+    assert_eq!(redirect[0].kind, LinkKind::Redirect);
+    assert_eq!(redirect[0].redirect_status, 301);
+    assert!(store.page("http://a.com/3").unwrap().is_none(), "5xx says nothing");
+}
+
+#[test]
+fn internal_links_are_outlinks_not_backlinks() {
+    let (_d, store) = open(64);
+    apply_all(
+        &store,
+        &[html(
+            "http://www.a.com/",
+            T0,
+            vec![link("http://blog.a.com/x", "in"), link("http://b.com/", "out")],
+        )],
+    );
+    assert!(all_backlinks(&store, "blog.a.com").is_empty());
+    let c = store.counters(&Item::parse("a.com").unwrap()).unwrap().unwrap();
+    assert_eq!((c.out_links_internal, c.out_links_external), (1, 1));
+    assert_eq!(c.out_domains_external, 1);
+    assert_eq!(c.ext_backlinks, 0);
+    assert_eq!(c.crawled_urls, 1);
+}
+
+/// A page on `d{i}.com` linking to the target with TF-neutral records; many domains so
+/// the per-domain and per-source caps have something to cut.
+fn fan_in(store: &Store, target: &str, domains: usize, pages_per_domain: usize) {
+    let mut crawls = Vec::new();
+    for d in 0..domains {
+        for p in 0..pages_per_domain {
+            crawls.push(html(
+                &format!("http://www.d{d}.com/p{p}"),
+                T0 + (d as i64) * 60,
+                vec![
+                    OutLink {
+                        nofollow: p % 2 == 1,
+                        ..link(target, &format!("anchor {}", d % 3))
+                    },
+                    link(&format!("{target}sub{p}"), "deep"),
+                ],
+            ));
+        }
+    }
+    apply_all(store, &crawls);
+}
+
+#[test]
+fn backlink_reads_page_filter_and_cap() {
+    let (_d, store) = open(64);
+    fan_in(&store, "http://t.com/", 30, 4);
+    let item = Item::parse("t.com").unwrap();
+    let all = all_backlinks(&store, "t.com");
+    assert_eq!(all.len(), 30 * 4 * 2);
+
+    // Paging: From/Count windows concatenate to the full ordering.
+    let mut paged = Vec::new();
+    for from in (0..all.len()).step_by(7) {
+        paged.extend(
+            store
+                .backlinks(&item, &BacklinkQuery { from, count: 7, ..Default::default() })
+                .unwrap(),
+        );
+    }
+    assert_eq!(paged, all);
+
+    let one_per_domain = store
+        .backlinks(
+            &item,
+            &BacklinkQuery {
+                count: 1000,
+                max_per_ref_domain: Some(1),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(one_per_domain.len(), 30);
+
+    let one_per_source = store
+        .backlinks(
+            &item,
+            &BacklinkQuery {
+                count: 1000,
+                max_per_source_url: Some(1),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(one_per_source.len(), 30 * 4);
+
+    let from_d7 = store
+        .backlinks(
+            &item,
+            &BacklinkQuery {
+                count: 1000,
+                ref_domain: Some("D7.com".into()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(from_d7.len(), 8);
+    assert!(from_d7.iter().all(|r| r.source_url.contains("d7.com")));
+
+    let c = store.counters(&item).unwrap().unwrap();
+    assert_eq!(c.ext_backlinks, 240);
+    assert_eq!(c.ref_domains, 30);
+    assert_eq!(c.nofollow_links, 60, "half the pages mark their first link nofollow");
+    assert_eq!(c.ref_ips, 1);
+    assert_eq!(c.ref_subnets, 1);
+    assert_eq!(c.indexed_urls, 5, "t.com/ and four sub pages");
+
+    let domains = store.ref_domains(&item, 0, 100).unwrap();
+    assert_eq!(domains.len(), 30);
+    assert!(domains.iter().all(|d| d.links == 8));
+    let anchors = store.anchors(&item, 0, 100).unwrap();
+    assert_eq!(anchors[0].text, "deep");
+    assert_eq!(anchors[0].ref_domains, 30);
+    assert_eq!(anchors.iter().map(|a| a.links).sum::<i64>(), 240);
+    assert_eq!(anchors.iter().find(|a| a.text == "anchor 0").unwrap().ref_domains, 10);
+}
+
+#[test]
+fn deleted_links_can_be_excluded() {
+    let (_d, store) = open(64);
+    apply_all(
+        &store,
+        &[
+            html("http://a.com/", T0, vec![link("http://t.com/", "a")]),
+            html("http://b.com/", T0, vec![link("http://t.com/", "b")]),
+            html("http://b.com/", T0 + DAY, vec![]),
+        ],
+    );
+    let live = store
+        .backlinks(
+            &Item::parse("t.com").unwrap(),
+            &BacklinkQuery {
+                exclude_deleted: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(live.len(), 1);
+    assert_eq!(live[0].source_url, "http://a.com/");
+}
+
+/// With 2-bit item hashes nearly every item collides with others; every read must still
+/// answer exactly what a 64-bit store answers.
+#[test]
+fn hash_collisions_never_leak_another_items_links() {
+    let (_d1, tiny) = open(2);
+    let (_d2, full) = open(64);
+    let targets: Vec<String> = (0..12).map(|i| format!("http://www.target{i}.org/")).collect();
+    let mut crawls = Vec::new();
+    for s in 0..40 {
+        let links = targets
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| (s + i) % 3 == 0)
+            .map(|(i, t)| link(t, &format!("to {i}")))
+            .collect();
+        crawls.push(html(&format!("http://src{s}.com/"), T0 + s as i64, links));
+    }
+    apply_all(&tiny, &crawls);
+    apply_all(&full, &crawls);
+    let mut items: Vec<String> = targets.clone();
+    items.extend((0..12).map(|i| format!("www.target{i}.org")));
+    items.extend((0..12).map(|i| format!("target{i}.org")));
+    for item in &items {
+        let i = Item::parse(item).unwrap();
+        let mut a: Vec<String> = all_backlinks(&tiny, item).into_iter().map(|r| r.source_url).collect();
+        let mut b: Vec<String> = all_backlinks(&full, item).into_iter().map(|r| r.source_url).collect();
+        a.sort();
+        b.sort();
+        assert!(!b.is_empty());
+        assert_eq!(a, b, "backlinks of {item}");
+        assert_eq!(tiny.counters(&i).unwrap(), full.counters(&i).unwrap(), "{item}");
+        assert_eq!(
+            tiny.ref_domains(&i, 0, 100).unwrap(),
+            full.ref_domains(&i, 0, 100).unwrap()
+        );
+        assert_eq!(tiny.anchors(&i, 0, 100).unwrap(), full.anchors(&i, 0, 100).unwrap());
+    }
+    assert_eq!(tiny.hash_bits(), 2);
+}
+
+#[test]
+fn a_store_reopens_with_its_data_and_hash_width() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = Store::open(
+            dir.path(),
+            &StoreOptions {
+                hash_bits: 8,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        apply_all(&store, &[html("http://a.com/", T0, vec![link("http://t.com/", "x")])]);
+    }
+    let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
+    assert_eq!(store.hash_bits(), 8, "fixed at creation");
+    assert_eq!(all_backlinks(&store, "t.com").len(), 1);
+}
