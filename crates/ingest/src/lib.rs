@@ -8,12 +8,12 @@
 //! simply run again.
 
 pub mod html;
-mod http;
+pub mod http;
 mod jsonl;
 mod links;
 pub mod time;
-mod warc;
-mod wat;
+pub mod warc;
+pub mod wat;
 
 use flate2::read::MultiGzDecoder;
 use linkstore::{normalize_url, CrawlOutcome, PageCrawl, Store};

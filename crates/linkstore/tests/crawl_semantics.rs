@@ -2,8 +2,8 @@
 //! safety, on a real RocksDB store in a temporary directory.
 
 use linkstore::{
-    parse_day, BacklinkQuery, CrawlOutcome, Item, LinkKind, LostReason, OutLink, PageCrawl,
-    Store, StoreOptions,
+    parse_day, BacklinkQuery, CrawlOutcome, Item, LinkKind, LostReason, OutLink, PageCrawl, Store,
+    StoreOptions,
 };
 
 const DAY: i64 = 86_400;
@@ -66,7 +66,11 @@ fn links_are_found_seen_again_and_lost() {
     apply_all(
         &store,
         &[
-            html("http://a.com/p", T0, vec![link(target, "T"), link("http://b.org/", "B")]),
+            html(
+                "http://a.com/p",
+                T0,
+                vec![link(target, "T"), link("http://b.org/", "B")],
+            ),
             html("http://a.com/p", T0 + 10 * DAY, vec![link(target, "T2")]),
         ],
     );
@@ -85,7 +89,10 @@ fn links_are_found_seen_again_and_lost() {
     assert_eq!(lost[0].date_lost, parse_day("2025-01-11").unwrap());
     assert_eq!(lost[0].lost_reason, LostReason::LinkRemoved);
 
-    let c = store.counters(&Item::parse("b.org").unwrap()).unwrap().unwrap();
+    let c = store
+        .counters(&Item::parse("b.org").unwrap())
+        .unwrap()
+        .unwrap();
     assert_eq!((c.ext_backlinks, c.deleted_links, c.ref_domains), (1, 1, 1));
     assert_eq!(c.ref_domains_live, 0);
     let tl = store
@@ -113,14 +120,28 @@ fn reingest_is_idempotent_and_older_crawls_never_resurrect() {
     assert_eq!(all_backlinks(&store, "t.com"), rows_before);
 
     // An older crawl showing the link again must not bring it back.
-    apply_all(&store, &[html("http://a.com/p", T0 + 2 * DAY, vec![link("http://t.com/", "x")])]);
+    apply_all(
+        &store,
+        &[html(
+            "http://a.com/p",
+            T0 + 2 * DAY,
+            vec![link("http://t.com/", "x")],
+        )],
+    );
     let rows = all_backlinks(&store, "t.com");
     assert!(rows[0].is_deleted());
     assert!(rows[0].history.contains(parse_day("2025-01-03").unwrap()));
     assert_eq!(store.counters(&item).unwrap().unwrap().deleted_links, 1);
 
     // A newer crawl that finds it again does.
-    apply_all(&store, &[html("http://a.com/p", T0 + 9 * DAY, vec![link("http://t.com/", "x")])]);
+    apply_all(
+        &store,
+        &[html(
+            "http://a.com/p",
+            T0 + 9 * DAY,
+            vec![link("http://t.com/", "x")],
+        )],
+    );
     let rows = all_backlinks(&store, "t.com");
     assert!(!rows[0].is_deleted());
     assert_eq!(rows[0].date_lost, 0);
@@ -168,7 +189,10 @@ fn gone_and_redirecting_pages_lose_their_links_with_a_reason() {
     assert_eq!(redirect.len(), 1);
     assert_eq!(redirect[0].kind, LinkKind::Redirect);
     assert_eq!(redirect[0].redirect_status, 301);
-    assert!(store.page("http://a.com/3").unwrap().is_none(), "5xx says nothing");
+    assert!(
+        store.page("http://a.com/3").unwrap().is_none(),
+        "5xx says nothing"
+    );
 }
 
 #[test]
@@ -179,11 +203,17 @@ fn internal_links_are_outlinks_not_backlinks() {
         &[html(
             "http://www.a.com/",
             T0,
-            vec![link("http://blog.a.com/x", "in"), link("http://b.com/", "out")],
+            vec![
+                link("http://blog.a.com/x", "in"),
+                link("http://b.com/", "out"),
+            ],
         )],
     );
     assert!(all_backlinks(&store, "blog.a.com").is_empty());
-    let c = store.counters(&Item::parse("a.com").unwrap()).unwrap().unwrap();
+    let c = store
+        .counters(&Item::parse("a.com").unwrap())
+        .unwrap()
+        .unwrap();
     assert_eq!((c.out_links_internal, c.out_links_external), (1, 1));
     assert_eq!(c.out_domains_external, 1);
     assert_eq!(c.ext_backlinks, 0);
@@ -225,7 +255,14 @@ fn backlink_reads_page_filter_and_cap() {
     for from in (0..all.len()).step_by(7) {
         paged.extend(
             store
-                .backlinks(&item, &BacklinkQuery { from, count: 7, ..Default::default() })
+                .backlinks(
+                    &item,
+                    &BacklinkQuery {
+                        from,
+                        count: 7,
+                        ..Default::default()
+                    },
+                )
                 .unwrap(),
         );
     }
@@ -271,7 +308,10 @@ fn backlink_reads_page_filter_and_cap() {
     let c = store.counters(&item).unwrap().unwrap();
     assert_eq!(c.ext_backlinks, 240);
     assert_eq!(c.ref_domains, 30);
-    assert_eq!(c.nofollow_links, 60, "half the pages mark their first link nofollow");
+    assert_eq!(
+        c.nofollow_links, 60,
+        "half the pages mark their first link nofollow"
+    );
     assert_eq!(c.ref_ips, 1);
     assert_eq!(c.ref_subnets, 1);
     assert_eq!(c.indexed_urls, 5, "t.com/ and four sub pages");
@@ -283,7 +323,14 @@ fn backlink_reads_page_filter_and_cap() {
     assert_eq!(anchors[0].text, "deep");
     assert_eq!(anchors[0].ref_domains, 30);
     assert_eq!(anchors.iter().map(|a| a.links).sum::<i64>(), 240);
-    assert_eq!(anchors.iter().find(|a| a.text == "anchor 0").unwrap().ref_domains, 10);
+    assert_eq!(
+        anchors
+            .iter()
+            .find(|a| a.text == "anchor 0")
+            .unwrap()
+            .ref_domains,
+        10
+    );
 }
 
 #[test]
@@ -316,7 +363,9 @@ fn deleted_links_can_be_excluded() {
 fn hash_collisions_never_leak_another_items_links() {
     let (_d1, tiny) = open(2);
     let (_d2, full) = open(64);
-    let targets: Vec<String> = (0..12).map(|i| format!("http://www.target{i}.org/")).collect();
+    let targets: Vec<String> = (0..12)
+        .map(|i| format!("http://www.target{i}.org/"))
+        .collect();
     let mut crawls = Vec::new();
     for s in 0..40 {
         let links = targets
@@ -334,18 +383,31 @@ fn hash_collisions_never_leak_another_items_links() {
     items.extend((0..12).map(|i| format!("target{i}.org")));
     for item in &items {
         let i = Item::parse(item).unwrap();
-        let mut a: Vec<String> = all_backlinks(&tiny, item).into_iter().map(|r| r.source_url).collect();
-        let mut b: Vec<String> = all_backlinks(&full, item).into_iter().map(|r| r.source_url).collect();
+        let mut a: Vec<String> = all_backlinks(&tiny, item)
+            .into_iter()
+            .map(|r| r.source_url)
+            .collect();
+        let mut b: Vec<String> = all_backlinks(&full, item)
+            .into_iter()
+            .map(|r| r.source_url)
+            .collect();
         a.sort();
         b.sort();
         assert!(!b.is_empty());
         assert_eq!(a, b, "backlinks of {item}");
-        assert_eq!(tiny.counters(&i).unwrap(), full.counters(&i).unwrap(), "{item}");
+        assert_eq!(
+            tiny.counters(&i).unwrap(),
+            full.counters(&i).unwrap(),
+            "{item}"
+        );
         assert_eq!(
             tiny.ref_domains(&i, 0, 100).unwrap(),
             full.ref_domains(&i, 0, 100).unwrap()
         );
-        assert_eq!(tiny.anchors(&i, 0, 100).unwrap(), full.anchors(&i, 0, 100).unwrap());
+        assert_eq!(
+            tiny.anchors(&i, 0, 100).unwrap(),
+            full.anchors(&i, 0, 100).unwrap()
+        );
     }
     assert_eq!(tiny.hash_bits(), 2);
 }
@@ -362,7 +424,10 @@ fn a_store_reopens_with_its_data_and_hash_width() {
             },
         )
         .unwrap();
-        apply_all(&store, &[html("http://a.com/", T0, vec![link("http://t.com/", "x")])]);
+        apply_all(
+            &store,
+            &[html("http://a.com/", T0, vec![link("http://t.com/", "x")])],
+        );
     }
     let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
     assert_eq!(store.hash_bits(), 8, "fixed at creation");

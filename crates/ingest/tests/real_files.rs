@@ -1,0 +1,197 @@
+//! Every real crawl file in `../shared/data` ingests, with link counts checked against
+//! the data README and the ia-web-commons answer key.
+
+mod common;
+
+use common::shared;
+use ingest::{extract_links, ingest_file, FileSummary, IngestOptions, LinkTag};
+use linkstore::{BacklinkQuery, Item, Store, StoreOptions};
+use std::collections::BTreeMap;
+use std::io::BufReader;
+
+fn ingest(rel: &str) -> Option<(tempfile::TempDir, Store, FileSummary)> {
+    let path = shared(rel)?;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
+    let summary = ingest_file(&store, &path, &IngestOptions::default(), &mut |_| {}).unwrap();
+    assert!(
+        summary.truncated.is_none(),
+        "{rel}: {:?}",
+        summary.truncated
+    );
+    Some((dir, store, summary))
+}
+
+/// (file, pages applied, links extracted). The README counts only `<a>`/`<area>` in 2xx
+/// HTML; ours also count frames, image links and meta refreshes and leave out
+/// fragment-only (`#top`) and non-http links, so they differ a little, as noted.
+const EXPECTED: &[(&str, u64, u64)] = &[
+    // README: 94 2xx HTML pages of 299 responses, 37,782 links; we apply all 261 http(s)
+    // responses (redirects, 404s, non-HTML are crawls too).
+    ("warc/aut-example.warc.gz", 261, 37_574),
+    ("warc/resiliparse-warcfile.warc.gz", 16, 1_352),
+    ("warc/resiliparse-clueweb-quirk.warc.gz", 29, 2_945),
+    ("warc/jwarc-cc.warc.gz", 1, 43),
+    ("warc/whirlwind.warc.gz", 1, 193),
+    ("warc/cc-link-extraction-test.warc", 9, 16),
+    ("wat/fluo-webindex-wat-18.warc", 5, 389),
+    ("wat/pycommoncrawl-file1.warc.wat.gz", 2, 62),
+    ("wat/whirlwind.warc.wat.gz", 0, 0),
+    ("wat/whirlwind.warc.wet.gz", 0, 0),
+];
+
+#[test]
+fn every_shared_crawl_file_ingests_cleanly() {
+    for &(rel, pages, links) in EXPECTED {
+        let Some((_d, store, s)) = ingest(rel) else {
+            return;
+        };
+        assert_eq!(s.bad_records, 0, "{rel}: {:?}", s.problems);
+        assert_eq!((s.pages, s.links_found), (pages, links), "{rel}");
+        // Ingesting the same file again changes nothing.
+        let before = store.index_counters().unwrap();
+        let again = ingest_file(
+            &store,
+            &shared(rel).unwrap(),
+            &IngestOptions::default(),
+            &mut |_| {},
+        )
+        .unwrap();
+        assert_eq!(again.pages, 0, "{rel}");
+        assert_eq!(again.pages_unchanged, pages, "{rel}");
+        assert_eq!(store.index_counters().unwrap(), before, "{rel}");
+    }
+}
+
+#[test]
+fn readme_link_counts_hold_within_the_documented_differences() {
+    // README: jwarc-cc 44 links (1 fragment-only self link); whirlwind 207 (14 `#...`).
+    let Some((_d, store, s)) = ingest("warc/jwarc-cc.warc.gz") else {
+        return;
+    };
+    assert_eq!(s.links_found, 43);
+    let c = store
+        .counters(&Item::parse("commoncrawl.org").unwrap())
+        .unwrap()
+        .unwrap();
+    assert!(c.out_links_internal + c.out_links_external > 0);
+    let Some((_d, _s, w)) = ingest("warc/whirlwind.warc.gz") else {
+        return;
+    };
+    assert_eq!(w.links_found, 193);
+}
+
+#[test]
+fn wat_links_arrays_are_read_exactly() {
+    // README: fluo-webindex has 458 `A@/href` entries in 4 response records; pycommoncrawl
+    // has 63. Count them through the WAT parser before resolution.
+    for (rel, expected) in [
+        ("wat/fluo-webindex-wat-18.warc", 458),
+        ("wat/pycommoncrawl-file1.warc.wat.gz", 63),
+    ] {
+        let Some(path) = shared(rel) else { return };
+        let file = std::fs::File::open(&path).unwrap();
+        let input: Box<dyn std::io::BufRead> = if rel.ends_with(".gz") {
+            Box::new(BufReader::new(flate2::read::MultiGzDecoder::new(file)))
+        } else {
+            Box::new(BufReader::new(file))
+        };
+        let mut reader = ingest::warc::WarcReader::new(input);
+        let mut a_links = 0;
+        while let Some(rec) = reader.next_record() {
+            let Ok(rec) = rec else {
+                panic!("{rel}: unreadable record")
+            };
+            if let Ok(Some(page)) = ingest::wat::parse_wat(&rec.block) {
+                a_links += page
+                    .links
+                    .iter()
+                    .filter(|l| l.tag == Some(LinkTag::A))
+                    .count();
+            }
+        }
+        assert_eq!(a_links, expected, "{rel}");
+    }
+}
+
+#[test]
+fn ia_web_commons_answer_key_matches_for_anchor_and_area_links() {
+    let (Some(warc), Some(key)) = (
+        shared("warc/cc-link-extraction-test.warc"),
+        shared("warc/cc-link-extraction-test.expected-links.json"),
+    ) else {
+        return;
+    };
+    let key: serde_json::Value = serde_json::from_slice(&std::fs::read(key).unwrap()).unwrap();
+    let mut expected: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+    for rec in key["records"].as_array().unwrap() {
+        let uri = rec["record_target_uri"].as_str().unwrap().to_string();
+        let mut links: Vec<(String, String)> = rec["expected_links"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|l| matches!(l["path"].as_str(), Some("A@/href" | "AREA@/href")))
+            .map(|l| {
+                (
+                    l["url"].as_str().unwrap().into(),
+                    l["path"].as_str().unwrap().into(),
+                )
+            })
+            .collect();
+        links.sort();
+        expected.insert(uri, links);
+    }
+    let mut reader =
+        ingest::warc::WarcReader::new(BufReader::new(std::fs::File::open(warc).unwrap()));
+    let mut checked = 0;
+    while let Some(rec) = reader.next_record() {
+        let rec = rec.unwrap_or_else(|_| panic!("answer-key WARC must read cleanly"));
+        if rec.header("WARC-Type") != Some("response") {
+            continue;
+        }
+        let uri = rec.header("WARC-Target-URI").unwrap();
+        let uri = uri
+            .trim_start_matches('<')
+            .trim_end_matches('>')
+            .to_string();
+        let resp = ingest::http::parse_response(&rec.block).unwrap();
+        let mut got: Vec<(String, String)> = extract_links(&resp.text())
+            .links
+            .into_iter()
+            .filter(|l| matches!(l.tag, Some(LinkTag::A | LinkTag::Area)))
+            .map(|l| (l.url, l.tag.unwrap().wat_path().to_string()))
+            .collect();
+        got.sort();
+        assert_eq!(got, expected[&uri], "{uri}");
+        checked += 1;
+    }
+    assert_eq!(checked, 9, "all nine answer-key pages");
+}
+
+#[test]
+fn backlinks_of_a_real_crawl_are_ordered_and_verified() {
+    let Some((_d, store, _)) = ingest("warc/aut-example.warc.gz") else {
+        return;
+    };
+    // Nearly all of this archive.org crawl's 37k links stay inside archive.org: only
+    // links to other root domains are backlinks.
+    let idx = store.index_counters().unwrap();
+    assert_eq!(idx.ext_backlinks, 239);
+    let item = Item::parse("creativecommons.org").unwrap();
+    let rows = store
+        .backlinks(
+            &item,
+            &BacklinkQuery {
+                count: 50_000,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let c = store.counters(&item).unwrap().unwrap();
+    assert_eq!(rows.len() as i64, c.ext_backlinks);
+    assert_eq!(rows.len(), 8);
+    assert!(rows.iter().all(|r| item.contains_url(&r.target_url)));
+    assert!(rows
+        .iter()
+        .all(|r| linkstore::root_domain(linkstore::host_of(&r.source_url)) == Some("archive.org")));
+}
