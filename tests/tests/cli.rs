@@ -9,7 +9,11 @@ fn linkbase() -> PathBuf {
     // The binary is built by the same `cargo test` run (workspace member).
     let exe = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../target")
-        .join(if cfg!(debug_assertions) { "debug" } else { "release" })
+        .join(if cfg!(debug_assertions) {
+            "debug"
+        } else {
+            "release"
+        })
         .join("linkbase");
     assert!(
         exe.exists(),
@@ -54,14 +58,26 @@ fn kill_9_during_ingest_then_rerun_equals_one_clean_run() {
     let clean = tmp.path().join("clean");
     let killed = tmp.path().join("killed");
 
-    let mut args = vec!["ingest", "--batch", "200", "--data", clean.to_str().unwrap()];
+    let mut args = vec![
+        "ingest",
+        "--batch",
+        "200",
+        "--data",
+        clean.to_str().unwrap(),
+    ];
     args.extend(files.iter().map(String::as_str));
     run(&args);
 
     // Kill the ingest at several points; each re-run must converge to the clean state.
     for delay_ms in [300u64, 900] {
         let mut child = Command::new(linkbase())
-            .args(["ingest", "--batch", "200", "--data", killed.to_str().unwrap()])
+            .args([
+                "ingest",
+                "--batch",
+                "200",
+                "--data",
+                killed.to_str().unwrap(),
+            ])
             .args(&files)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -81,7 +97,13 @@ fn kill_9_during_ingest_then_rerun_equals_one_clean_run() {
         "the ingest finished before the kill; nothing was tested"
     );
 
-    let mut args = vec!["ingest", "--batch", "200", "--data", killed.to_str().unwrap()];
+    let mut args = vec![
+        "ingest",
+        "--batch",
+        "200",
+        "--data",
+        killed.to_str().unwrap(),
+    ];
     args.extend(files.iter().map(String::as_str));
     run(&args);
 
@@ -92,7 +114,10 @@ fn kill_9_during_ingest_then_rerun_equals_one_clean_run() {
         ..Default::default()
     })
     .hot_url();
-    let domain = hot.trim_start_matches("http://www.").trim_end_matches('/').to_string();
+    let domain = hot
+        .trim_start_matches("http://www.")
+        .trim_end_matches('/')
+        .to_string();
     for item in [None, Some(hot.as_str()), Some(domain.as_str())] {
         let a = stats(&clean, item);
         let b = stats(&killed, item);
@@ -103,7 +128,14 @@ fn kill_9_during_ingest_then_rerun_equals_one_clean_run() {
     }
     let data = clean.to_str().unwrap();
     let a = run(&["backlinks", "--data", data, "--count", "500", &hot]);
-    let b = run(&["backlinks", "--data", killed.to_str().unwrap(), "--count", "500", &hot]);
+    let b = run(&[
+        "backlinks",
+        "--data",
+        killed.to_str().unwrap(),
+        "--count",
+        "500",
+        &hot,
+    ]);
     assert_eq!(a, b);
     assert!(a.lines().count() > 50, "the hot page has many backlinks");
 }
@@ -121,7 +153,14 @@ fn cli_errors_name_what_is_wrong() {
     assert!(err.contains("no historic index"), "{err}");
 
     let out = Command::new(linkbase())
-        .args(["ingest", "--data", tmp.path().to_str().unwrap(), "--index", "weekly", "x"])
+        .args([
+            "ingest",
+            "--data",
+            tmp.path().to_str().unwrap(),
+            "--index",
+            "weekly",
+            "x",
+        ])
         .output()
         .unwrap();
     assert!(!out.status.success());
@@ -130,7 +169,12 @@ fn cli_errors_name_what_is_wrong() {
     let bogus = tmp.path().join("bogus.txt");
     std::fs::write(&bogus, "just some text\n").unwrap();
     let out = Command::new(linkbase())
-        .args(["ingest", "--data", tmp.path().join("d").to_str().unwrap(), bogus.to_str().unwrap()])
+        .args([
+            "ingest",
+            "--data",
+            tmp.path().join("d").to_str().unwrap(),
+            bogus.to_str().unwrap(),
+        ])
         .output()
         .unwrap();
     assert!(!out.status.success());

@@ -85,10 +85,10 @@ impl TokenSink for Sink {
         let mut st = self.0.borrow_mut();
         match token {
             Token::TagToken(tag) => return st.tag(&tag),
-            Token::CharacterTokens(t) if st.open_anchor.is_some() => {
-                if st.text.len() < MAX_ANCHOR_CHARS * 4 {
-                    st.text.push_str(&t);
-                }
+            Token::CharacterTokens(t)
+                if st.open_anchor.is_some() && st.text.len() < MAX_ANCHOR_CHARS * 4 =>
+            {
+                st.text.push_str(&t);
             }
             _ => {}
         }
@@ -144,10 +144,8 @@ impl State {
                     });
                 }
             }
-            "base" => {
-                if self.out.base.is_none() {
-                    self.out.base = attr(tag, "href").map(str::to_string);
-                }
+            "base" if self.out.base.is_none() => {
+                self.out.base = attr(tag, "href").map(str::to_string);
             }
             "meta" => self.meta(tag),
             "script" => return TokenSinkResult::RawData(RawKind::ScriptData),

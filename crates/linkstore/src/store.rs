@@ -360,12 +360,12 @@ impl Store {
     pub fn timeline(&self, item: &Item, from_day: u32, to_day: u32) -> Result<Vec<TimelinePoint>> {
         let prefix = self.hasher.item_key(item);
         let start = crate::keys::timeline_key(&prefix, from_day);
-        let mut it = self.db.iterator_cf(
+        let it = self.db.iterator_cf(
             self.cf(CF_TIMELINE),
             IteratorMode::From(&start, Direction::Forward),
         );
         let mut out = Vec::new();
-        while let Some(kv) = it.next() {
+        for kv in it {
             let (k, v) = kv?;
             if !k.starts_with(&prefix) || k.len() != prefix.len() + 4 {
                 break;

@@ -355,6 +355,13 @@ impl<'a> Writer<'a> {
                 }
                 self.add_counters(key, &delta);
             }
+            let index_delta = Counters {
+                out_links_internal: sign * i64::from(rec.is_internal()),
+                out_links_external: sign * i64::from(!rec.is_internal()),
+                ..Default::default()
+            };
+            let index_key = self.store.hasher.item_key(&Item::index());
+            self.add_counters(index_key, &index_delta);
         }
         if rec.is_internal() {
             return Ok(());

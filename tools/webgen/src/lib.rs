@@ -166,7 +166,7 @@ impl Web {
         if j == 0 {
             return format!("http://www.{name}/");
         }
-        let scheme = if d % 3 == 0 { "https" } else { "http" };
+        let scheme = if d.is_multiple_of(3) { "https" } else { "http" };
         let topic = TOPICS[(h(&[self.spec.seed, 2, page as u64]) % TOPICS.len() as u64) as usize];
         format!("{scheme}://{host}.{name}/{topic}/{j}.html")
     }
@@ -243,7 +243,7 @@ impl Web {
                     String::new()
                 },
                 alt: if kind == "img" { anchor } else { String::new() },
-                nofollow: d != td && (x >> 36) % 10 == 0,
+                nofollow: d != td && (x >> 36).is_multiple_of(10),
                 kind,
             });
         }
@@ -464,7 +464,7 @@ pub fn generate(
                 OutputFormat::JsonLines => write_jsonl(&mut out, &f)?,
                 OutputFormat::Warc => write_warc(&mut out, &f)?,
             }
-            if summary.fetches % 10_000 == 0 {
+            if summary.fetches.is_multiple_of(10_000) {
                 progress(round, summary.fetches);
             }
         }

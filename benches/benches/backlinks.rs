@@ -1,0 +1,71 @@
+//! Ordered backlink reads from a target with >= 1M backlinks (in-process, warm cache).
+//! `cargo bench -p linkbase-benches --bench backlinks`; `LINKBASE_BENCH_LINKS` sets the
+//! hot target's backlink count (default 1,000,000).
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use linkbase_benches::{hot_store, HOT_URL};
+use linkstore::{BacklinkQuery, Item};
+use std::hint::black_box;
+
+fn backlinks(c: &mut Criterion) {
+    let links: usize = std::env::var("LINKBASE_BENCH_LINKS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000);
+    let store = hot_store(links);
+    let item = Item::parse(HOT_URL).unwrap();
+    let total = store.counters(&item).unwrap().unwrap().ext_backlinks;
+    assert!(total as usize >= links, "hot target has {total} backlinks");
+
+    let mut g = c.benchmark_group("backlinks");
+    let q = |f: fn(&mut BacklinkQuery)| {
+        let mut q = BacklinkQuery::default();
+        f(&mut q);
+        q
+    };
+    for (name, query) in [
+        ("top100", q(|_| {})),
+        ("top100_exclude_deleted", q(|q| q.exclude_deleted = true)),
+        (
+            "top100_one_per_ref_domain",
+            q(|q| q.max_per_ref_domain = Some(1)),
+        ),
+        ("top100_from_10000", q(|q| q.from = 10_000)),
+    ] {
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                let rows = store.backlinks(&item, &query).unwrap();
+                assert_eq!(rows.len(), 100);
+                black_box(rows)
+            })
+        });
+    }
+    g.sample_size(20);
+    let all = q(|q| q.count = 50_000);
+    g.bench_function("count50000", |b| {
+        b.iter(|| {
+            let rows = store.backlinks(&item, &all).unwrap();
+            assert_eq!(rows.len(), 50_000);
+            black_box(rows)
+        })
+    });
+    g.finish();
+
+    let mut g = c.benchmark_group("aggregates");
+    g.bench_function("ref_domains_top100", |b| {
+        b.iter(|| black_box(store.ref_domains(&item, 0, 100).unwrap()))
+    });
+    g.bench_function("anchors_top100", |b| {
+        b.iter(|| black_box(store.anchors(&item, 0, 100).unwrap()))
+    });
+    let items: Vec<Item> = (0..100)
+        .map(|i| Item::parse(&format!("http://cold{i}.net/")).unwrap())
+        .collect();
+    g.bench_function("counters_100_items", |b| {
+        b.iter(|| black_box(store.counters_many(&items).unwrap()))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, backlinks);
+criterion_main!(benches);

@@ -1,0 +1,74 @@
+//! Fixtures shared by the benchmarks: a store with one very hot target, built once and
+//! kept under `target/bench-data` between runs.
+
+use linkstore::{CrawlOutcome, OutLink, PageCrawl, Store, StoreOptions};
+use std::path::PathBuf;
+use std::time::Instant;
+
+pub const HOT_URL: &str = "http://www.hot-target.com/";
+
+/// Where fixtures live (`LINKBASE_BENCH_DIR` overrides).
+pub fn bench_dir() -> PathBuf {
+    std::env::var_os("LINKBASE_BENCH_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/bench-data"))
+}
+
+/// A store in which `HOT_URL` has `links` backlinks from `links / 20` source domains
+/// (20 pages each), every source also linking to one of 1,000 cold targets. 10% of the
+/// hot links are later deleted. Built on first use, then reused.
+pub fn hot_store(links: usize) -> Store {
+    let path = bench_dir().join(format!("hot-{links}"));
+    let done = path.join("BUILT");
+    if !done.exists() {
+        let _ = std::fs::remove_dir_all(&path);
+        let store = Store::open(&path, &StoreOptions::default()).expect("open bench store");
+        let started = Instant::now();
+        let mut w = store.writer();
+        let t0 = 1_735_689_600;
+        for i in 0..links {
+            let domain = i / 20;
+            let url = format!("http://www.src{domain}.org/page{}", i % 20);
+            let out = vec![
+                OutLink {
+                    target: HOT_URL.into(),
+                    anchor_text: format!("anchor {}", i % 500),
+                    nofollow: i % 7 == 0,
+                    ..Default::default()
+                },
+                OutLink {
+                    target: format!("http://cold{}.net/", i % 1000),
+                    anchor_text: "cold".into(),
+                    ..Default::default()
+                },
+            ];
+            let mut crawl = PageCrawl {
+                url,
+                fetched_at: t0 + (i % 90) as i64 * 86_400,
+                ip: Some(std::net::Ipv4Addr::from(0x0a00_0000 + domain as u32).into()),
+                outcome: CrawlOutcome::Html { links: out },
+            };
+            w.apply(&crawl).expect("apply");
+            if i % 10 == 0 {
+                crawl.fetched_at += 100 * 86_400;
+                crawl.outcome = CrawlOutcome::Html { links: Vec::new() };
+                w.apply(&crawl).expect("apply");
+            }
+            if w.pending_pages() >= 5_000 {
+                w.commit().expect("commit");
+            }
+            if i % 100_000 == 0 {
+                eprintln!(
+                    "building bench store: {i}/{links} ({:.0?})",
+                    started.elapsed()
+                );
+            }
+        }
+        w.commit().expect("commit");
+        store.compact().expect("compact");
+        std::fs::write(&done, b"").expect("mark built");
+        eprintln!("bench store built in {:.0?}", started.elapsed());
+        return store;
+    }
+    Store::open(&path, &StoreOptions::default()).expect("open bench store")
+}

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The whole test suite: unit, integration and end-to-end tests, one optimised build.
+# Tests that read ../shared/data fail (not skip) when CI=true and the data is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+cargo build --release --workspace --bins
+cargo test --release --workspace "$@"
