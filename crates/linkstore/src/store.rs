@@ -10,8 +10,8 @@ use crate::page::PageState;
 use crate::record::LinkRecord;
 use crate::writer::Writer;
 use rocksdb::{
-    BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, Direction, IteratorMode,
-    Options, ReadOptions, DB,
+    BlockBasedIndexType, BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, Direction,
+    IteratorMode, Options, ReadOptions, DB,
 };
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -64,7 +64,7 @@ impl Default for StoreOptions {
     fn default() -> Self {
         StoreOptions {
             hash_bits: 64,
-            block_cache_bytes: 256 << 20,
+            block_cache_bytes: 512 << 20,
         }
     }
 }
@@ -138,7 +138,14 @@ impl Store {
             let mut table = BlockBasedOptions::default();
             table.set_block_cache(&cache);
             table.set_bloom_filter(10.0, false);
+            // Partitioned index and filters: a point read loads one small filter
+            // partition, not a whole file's filter, so a bounded cache never thrashes on
+            // filter blocks while ingest probes for new keys.
+            table.set_index_type(BlockBasedIndexType::TwoLevelIndexSearch);
+            table.set_partition_filters(true);
+            table.set_metadata_block_size(4096);
             table.set_cache_index_and_filter_blocks(true);
+            table.set_pin_top_level_index_and_filter(true);
             table.set_pin_l0_filter_and_index_blocks_in_cache(true);
             table.set_block_size(16 << 10);
             o.set_block_based_table_factory(&table);

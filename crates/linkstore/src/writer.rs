@@ -73,6 +73,7 @@ impl SortedBatch {
         batch
     }
 }
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::IpAddr;
 
@@ -402,7 +403,18 @@ impl<'a> Writer<'a> {
 
             // Referring domain row; distinct counts move when a row appears or empties.
             let rd_key = member_key(&item_key, &source_domain);
-            let rd = self.tracked_refdomain(rd_key, item_key.len(), &source_domain)?;
+            let rd = tracked(
+                &mut self.refdomains,
+                self.store,
+                CF_REFDOMAINS,
+                rd_key,
+                item_key.len(),
+                RefDomain::decode,
+                || RefDomain {
+                    domain: source_domain.clone(),
+                    ..Default::default()
+                },
+            )?;
             let before = (rd.links > 0, rd.live_links() > 0);
             rd.links += sign;
             rd.deleted_links += d.deleted_links;
@@ -428,7 +440,18 @@ impl<'a> Writer<'a> {
             let anchor_domains =
                 self.bump_distinct(&item_key, DistinctKind::AnchorDomain, &anchor_domain, sign)?;
             let an_key = member_key(&item_key, &rec.anchor_text);
-            let an = self.tracked_anchor(an_key, item_key.len(), &rec.anchor_text)?;
+            let an = tracked(
+                &mut self.anchors,
+                self.store,
+                CF_ANCHORS,
+                an_key,
+                item_key.len(),
+                AnchorText::decode,
+                || AnchorText {
+                    text: rec.anchor_text.clone(),
+                    ..Default::default()
+                },
+            )?;
             an.links += sign;
             an.deleted_links += d.deleted_links;
             an.nofollow_links += d.nofollow_links;
@@ -531,68 +554,6 @@ impl<'a> Writer<'a> {
         Ok(i64::from(after > 0) - i64::from(before > 0))
     }
 
-    fn tracked_refdomain(
-        &mut self,
-        key: Vec<u8>,
-        item_key_len: usize,
-        domain: &str,
-    ) -> Result<&mut RefDomain> {
-        if !self.refdomains.contains_key(&key) {
-            let original = self
-                .store
-                .db
-                .get_pinned_cf(self.store.cf(CF_REFDOMAINS), &key)?
-                .map(|v| RefDomain::decode(&v))
-                .transpose()?;
-            let current = original.clone().unwrap_or_else(|| RefDomain {
-                domain: domain.to_string(),
-                ..Default::default()
-            });
-            self.refdomains.insert(
-                key.clone(),
-                Tracked {
-                    item_key_len,
-                    original,
-                    current,
-                },
-            );
-        }
-        Ok(&mut self
-            .refdomains
-            .get_mut(&key)
-            .expect("inserted above")
-            .current)
-    }
-
-    fn tracked_anchor(
-        &mut self,
-        key: Vec<u8>,
-        item_key_len: usize,
-        text: &str,
-    ) -> Result<&mut AnchorText> {
-        if !self.anchors.contains_key(&key) {
-            let original = self
-                .store
-                .db
-                .get_pinned_cf(self.store.cf(CF_ANCHORS), &key)?
-                .map(|v| AnchorText::decode(&v))
-                .transpose()?;
-            let current = original.clone().unwrap_or_else(|| AnchorText {
-                text: text.to_string(),
-                ..Default::default()
-            });
-            self.anchors.insert(
-                key.clone(),
-                Tracked {
-                    item_key_len,
-                    original,
-                    current,
-                },
-            );
-        }
-        Ok(&mut self.anchors.get_mut(&key).expect("inserted above").current)
-    }
-
     /// Writes everything buffered since the last commit in one atomic write batch.
     pub fn commit(&mut self) -> Result<()> {
         let s = self.store;
@@ -642,6 +603,36 @@ impl<'a> Writer<'a> {
         wo.disable_wal(true);
         s.db.write_opt(batch.into_write_batch(s), &wo)?;
         Ok(())
+    }
+}
+
+/// The pending value of an aggregate row: loaded from the store on first touch in this
+/// batch, or started by `fresh` when the store has none.
+fn tracked<'m, T: Clone>(
+    rows: &'m mut HashMap<Vec<u8>, Tracked<T>>,
+    store: &Store,
+    cf: &str,
+    key: Vec<u8>,
+    item_key_len: usize,
+    decode: fn(&[u8]) -> Result<T>,
+    fresh: impl FnOnce() -> T,
+) -> Result<&'m mut T> {
+    match rows.entry(key) {
+        Entry::Occupied(e) => Ok(&mut e.into_mut().current),
+        Entry::Vacant(e) => {
+            let original = store
+                .db
+                .get_pinned_cf(store.cf(cf), e.key())?
+                .map(|v| decode(&v))
+                .transpose()?;
+            let current = original.clone().unwrap_or_else(fresh);
+            let t = e.insert(Tracked {
+                item_key_len,
+                original,
+                current,
+            });
+            Ok(&mut t.current)
+        }
     }
 }
 
