@@ -3,7 +3,7 @@
 //! counters and aggregates current).
 //!
 //! `cargo bench -p linkbase-benches --bench ingest`; `LINKBASE_BENCH_PAGES` sets the web
-//! size (default 20,000 pages, about 400k links per crawl round, 2 rounds).
+//! size (default 20,000 pages, about 300k links per crawl round, 2 rounds).
 
 use ingest::{ingest_file, IngestOptions};
 use linkbase_benches::bench_dir;
