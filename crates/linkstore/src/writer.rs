@@ -322,16 +322,61 @@ impl<'a> Writer<'a> {
     }
 
     fn change_link(&mut self, old: Option<&LinkRecord>, new: LinkRecord) -> Result<()> {
-        if let Some(old) = old {
-            self.contribute(old, -1)?;
+        match old {
+            // Most re-crawls only add a day: skip the full remove-and-add.
+            Some(old) if only_seen_again(old, &new) => self.seen_again(&new)?,
+            Some(old) => {
+                self.contribute(old, -1)?;
+                self.contribute(&new, 1)?;
+            }
+            None => self.contribute(&new, 1)?,
         }
-        self.contribute(&new, 1)?;
         self.dirty_links
             .insert((new.source_url.clone(), new.target_url.clone()));
         self.links
             .entry(new.source_url.clone())
             .or_default()
             .insert(new.target_url.clone(), new);
+        Ok(())
+    }
+
+    /// A link whose record changed only in LastSeenDate and crawl history: its share of
+    /// every sum is the same, so only the stored copies and the "last seen" maxima move.
+    /// Equivalent to `contribute(old, -1)` then `contribute(new, 1)`.
+    fn seen_again(&mut self, rec: &LinkRecord) -> Result<()> {
+        if rec.is_internal() {
+            return Ok(());
+        }
+        let link = link_key(&rec.source_url, &rec.target_url);
+        let encoded = rec.encode();
+        let delta = Counters {
+            last_link_day: i64::from(rec.last_seen),
+            ..Default::default()
+        };
+        let index_key = self.store.hasher.item_key(&Item::index());
+        self.add_counters(index_key, &delta);
+        let source_domain = domain_of_url(&rec.source_url).to_string();
+        for item in Item::levels_of_url(&rec.target_url) {
+            let hash = self.store.hasher.hash(item.level, &item.name);
+            let key = backlink_key(hash, rec.source_flow.trust_flow, &link);
+            self.batch.put(CF_BACKLINKS, key, encoded.as_slice());
+            let item_key = self.store.hasher.item_key(&item);
+            let rd_key = member_key(&item_key, &source_domain);
+            let rd = tracked(
+                &mut self.refdomains,
+                self.store,
+                CF_REFDOMAINS,
+                rd_key,
+                item_key.len(),
+                RefDomain::decode,
+                || RefDomain {
+                    domain: source_domain.clone(),
+                    ..Default::default()
+                },
+            )?;
+            rd.last_seen = rd.last_seen.max(rec.last_seen);
+            self.add_counters(item_key, &delta);
+        }
         Ok(())
     }
 
@@ -663,6 +708,19 @@ fn write_ranked<T>(
             batch.delete(cf_rows, key);
         }
     }
+}
+
+/// True when `new` differs from `old` only by a later LastSeenDate and more history:
+/// every field that feeds a sum, a key or a distinct count is the same.
+fn only_seen_again(old: &LinkRecord, new: &LinkRecord) -> bool {
+    old.flags == new.flags
+        && old.kind == new.kind
+        && old.anchor_text == new.anchor_text
+        && old.source_ip == new.source_ip
+        && old.first_seen == new.first_seen
+        && old.date_lost == new.date_lost
+        && old.source_flow == new.source_flow
+        && old.last_seen <= new.last_seen
 }
 
 /// The links a crawl shows, one per target (the first occurrence wins); a redirect shows

@@ -1,0 +1,138 @@
+//! Invariant: every view (counters, referring domains, anchors, timeline) equals what a
+//! full scan of the stored backlink records gives, after several crawl rounds in which
+//! links appear, are seen again, disappear and come back.
+
+use ingest::{ingest_file, IngestOptions};
+use linkstore::{BacklinkQuery, Item, LinkKind, LinkRecord, Store, StoreOptions};
+use std::collections::{BTreeMap, BTreeSet};
+
+fn domain(url: &str) -> String {
+    let host = linkstore::host_of(url);
+    linkstore::root_domain(host).unwrap_or(host).to_string()
+}
+
+fn check_item(store: &Store, item: &Item) {
+    let rows: Vec<LinkRecord> = store
+        .backlinks(
+            item,
+            &BacklinkQuery {
+                count: 50_000,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let c = store.counters(item).unwrap().unwrap_or_default();
+    let n = |f: &dyn Fn(&LinkRecord) -> bool| rows.iter().filter(|r| f(r)).count() as i64;
+    assert_eq!(c.ext_backlinks, rows.len() as i64, "{item}");
+    assert_eq!(c.deleted_links, n(&|r| r.is_deleted()), "{item}");
+    assert_eq!(c.nofollow_links, n(&|r| r.is_nofollow()), "{item}");
+    assert_eq!(c.image_links, n(&|r| r.kind == LinkKind::Image), "{item}");
+    assert_eq!(c.frame_links, n(&|r| r.kind == LinkKind::Frame), "{item}");
+    assert_eq!(
+        c.last_link_day,
+        rows.iter()
+            .map(|r| i64::from(r.last_seen))
+            .max()
+            .unwrap_or(0),
+        "{item}"
+    );
+    assert_eq!(
+        c.first_link_day,
+        rows.iter()
+            .map(|r| i64::from(r.first_seen))
+            .min()
+            .unwrap_or(0),
+        "{item}"
+    );
+
+    let mut by_domain: BTreeMap<String, (i64, i64, u32, u32)> = BTreeMap::new();
+    for r in &rows {
+        let e = by_domain
+            .entry(domain(&r.source_url))
+            .or_insert((0, 0, u32::MAX, 0));
+        e.0 += 1;
+        e.1 += i64::from(r.is_deleted());
+        e.2 = e.2.min(r.first_seen);
+        e.3 = e.3.max(r.last_seen);
+    }
+    assert_eq!(c.ref_domains, by_domain.len() as i64, "{item}");
+    assert_eq!(
+        c.ref_domains_live,
+        by_domain.values().filter(|v| v.0 > v.1).count() as i64
+    );
+    let stored = store.ref_domains(item, 0, 1_000_000).unwrap();
+    assert_eq!(stored.len(), by_domain.len(), "{item}");
+    for d in &stored {
+        let e = by_domain[&d.domain];
+        assert_eq!(
+            (d.links, d.deleted_links, d.first_seen, d.last_seen),
+            e,
+            "{item} {}",
+            d.domain
+        );
+    }
+    assert!(
+        stored.windows(2).all(|w| w[0].links >= w[1].links),
+        "ranked by links"
+    );
+
+    let mut by_anchor: BTreeMap<String, (i64, BTreeSet<String>)> = BTreeMap::new();
+    for r in &rows {
+        let e = by_anchor.entry(r.anchor_text.clone()).or_default();
+        e.0 += 1;
+        e.1.insert(domain(&r.source_url));
+    }
+    let anchors = store.anchors(item, 0, 1_000_000).unwrap();
+    assert_eq!(anchors.len(), by_anchor.len(), "{item}");
+    for a in &anchors {
+        let (links, domains) = &by_anchor[&a.text];
+        assert_eq!(
+            (a.links, a.ref_domains),
+            (*links, domains.len() as i64),
+            "{item} {:?}",
+            a.text
+        );
+    }
+
+    let timeline = store.timeline(item, 0, u32::MAX).unwrap();
+    let found: i64 = timeline.iter().map(|p| p.found).sum();
+    let lost: i64 = timeline.iter().map(|p| p.lost).sum();
+    assert_eq!(
+        (found, lost),
+        (rows.len() as i64, c.deleted_links),
+        "{item}"
+    );
+}
+
+#[test]
+fn views_equal_a_scan_of_the_records_after_many_crawl_rounds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = webgen::WebSpec {
+        pages: 3_000,
+        domains: 300,
+        crawls: 4,
+        ..Default::default()
+    };
+    let files = webgen::generate(&spec, &tmp.path().join("crawl"), &mut |_, _| {}).unwrap();
+    let store = Store::open(tmp.path().join("db"), &StoreOptions::default()).unwrap();
+    for f in &files.files {
+        ingest_file(&store, f, &IngestOptions { batch_pages: 500 }, &mut |_| {}).unwrap();
+    }
+    let web = webgen::Web::new(spec);
+    let mut checked = 0;
+    for page in (0..web.pages()).step_by(97) {
+        let url = web.url(page);
+        let [u, h, d] = Item::levels_of_url(&url);
+        for item in [u, h, d] {
+            check_item(&store, &item);
+            checked += 1;
+        }
+    }
+    check_item(&store, &Item::parse(&web.hot_url()).unwrap());
+    assert!(checked > 50);
+    let hot = store
+        .counters(&Item::parse(&web.hot_url()).unwrap())
+        .unwrap()
+        .unwrap();
+    assert!(hot.deleted_links > 0 && hot.ext_backlinks > 100, "{hot:?}");
+}
