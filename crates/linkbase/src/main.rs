@@ -269,7 +269,26 @@ fn print_counters(c: &Counters) {
 fn print_index_stats(store: &Store) -> Result<()> {
     let c = store.index_counters()?;
     println!("index {}", store.path().display());
-    print_counters(&c);
+    let rows: [(&str, String); 9] = [
+        ("URLs crawled", c.crawled_urls.to_string()),
+        ("URLs known (crawled or linked)", c.indexed_urls.to_string()),
+        (
+            "live links (external / internal)",
+            format!("{} / {}", c.out_links_external, c.out_links_internal),
+        ),
+        (
+            "external backlinks incl. deleted",
+            c.ext_backlinks.to_string(),
+        ),
+        ("  deleted", c.deleted_links.to_string()),
+        ("  nofollow", c.nofollow_links.to_string()),
+        ("first link date", day(c.first_link_day)),
+        ("last link date", day(c.last_link_day)),
+        ("last crawl date", day(c.last_crawl_day)),
+    ];
+    for (k, v) in rows {
+        println!("{k:<34} {v}");
+    }
     Ok(())
 }
 
