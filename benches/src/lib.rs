@@ -65,6 +65,7 @@ pub fn hot_store(links: usize) -> Store {
             }
         }
         w.commit().expect("commit");
+        drop(w);
         store.compact().expect("compact");
         std::fs::write(&done, b"").expect("mark built");
         eprintln!("bench store built in {:.0?}", started.elapsed());

@@ -65,14 +65,32 @@ pub fn link_key(source: &str, target: &str) -> [u8; 16] {
     k
 }
 
-/// `backlinks` CF: `item_hash | 255 - source_trust_flow | source_url_hash | target_url_hash`.
-/// Scanning a prefix of `item_hash` yields backlinks by SourceTrustFlow descending, ties
-/// broken by the link hashes (deterministic).
-pub fn backlink_key(item_hash: u64, source_tf: u8, link: &[u8; 16]) -> [u8; 25] {
-    let mut k = [0u8; 25];
-    k[..8].copy_from_slice(&item_hash.to_be_bytes());
-    k[8] = 255 - source_tf;
-    k[9..].copy_from_slice(link);
+/// `backlinks` CF: `generation | item_hash | 255 - source_trust_flow | source_url_hash |
+/// target_url_hash`. Scanning a prefix of `generation | item_hash` yields backlinks by
+/// SourceTrustFlow descending, ties broken by the link hashes (deterministic). A flow
+/// build writes the next generation beside the serving one and switches atomically.
+pub fn backlink_key(generation: u8, item_hash: u64, source_tf: u8, link: &[u8; 16]) -> [u8; 26] {
+    let mut k = [0u8; 26];
+    k[0] = generation;
+    k[1..9].copy_from_slice(&item_hash.to_be_bytes());
+    k[9] = 255 - source_tf;
+    k[10..].copy_from_slice(link);
+    k
+}
+
+/// `generation | item_hash`: the scan prefix of one item's backlinks.
+pub fn backlink_prefix(generation: u8, item_hash: u64) -> [u8; 9] {
+    let mut k = [0u8; 9];
+    k[0] = generation;
+    k[1..].copy_from_slice(&item_hash.to_be_bytes());
+    k
+}
+
+/// `metrics` CF: `generation | item_key`.
+pub fn metrics_key(generation: u8, item_key: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(item_key.len() + 1);
+    k.push(generation);
+    k.extend_from_slice(item_key);
     k
 }
 
@@ -155,7 +173,9 @@ mod tests {
     #[test]
     fn backlink_keys_sort_by_descending_trust_flow() {
         let link = link_key("http://a.com/", "http://b.com/");
-        assert!(backlink_key(7, 90, &link) < backlink_key(7, 10, &link));
-        assert!(backlink_key(7, 0, &link) < backlink_key(8, 100, &link));
+        assert!(backlink_key(0, 7, 90, &link) < backlink_key(0, 7, 10, &link));
+        assert!(backlink_key(0, 7, 0, &link) < backlink_key(0, 8, 100, &link));
+        assert!(backlink_key(0, 8, 0, &link) < backlink_key(1, 7, 100, &link));
+        assert!(backlink_key(3, 7, 1, &link).starts_with(&backlink_prefix(3, 7)));
     }
 }

@@ -7,8 +7,10 @@
 mod aggregate;
 mod codec;
 mod error;
+mod flow_update;
 mod item;
 mod keys;
+mod metrics;
 mod page;
 mod record;
 mod store;
@@ -16,8 +18,10 @@ mod writer;
 
 pub use aggregate::{AnchorText, Counters, RefDomain};
 pub use error::{Error, Result};
+pub use flow_update::{FlowUpdate, FlowUpdateReport};
 pub use item::{host_of, normalize_host, normalize_url, root_domain, Item, Level, MAX_URL_LEN};
 pub use keys::ItemHasher;
+pub use metrics::ItemMetrics;
 pub use page::{day_of, format_day, parse_day, CrawlOutcome, OutLink, PageCrawl, PageState};
 pub use record::{flags, FlowPair, LinkKind, LinkRecord, LostReason};
 pub use store::{

@@ -5,7 +5,8 @@ use crate::aggregate::{
 };
 use crate::error::{Error, Result};
 use crate::item::{host_of, root_domain, Item};
-use crate::keys::{url_key, ItemHasher};
+use crate::keys::{backlink_prefix, metrics_key, url_key, ItemHasher};
+use crate::metrics::ItemMetrics;
 use crate::page::PageState;
 use crate::record::LinkRecord;
 use crate::writer::Writer;
@@ -15,6 +16,8 @@ use rocksdb::{
 };
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Mutex;
 
 /// Version of the key layout and column-family set, stored under `meta/format`.
 pub const FORMAT_VERSION: u8 = 1;
@@ -31,6 +34,7 @@ pub(crate) const CF_ANCHORS: &str = "anchors";
 pub(crate) const CF_ANCHORS_RANKED: &str = "anchors_ranked";
 pub(crate) const CF_DISTINCT: &str = "distinct";
 pub(crate) const CF_TIMELINE: &str = "timeline";
+pub(crate) const CF_METRICS: &str = "metrics";
 
 const ALL_CFS: &[&str] = &[
     CF_META,
@@ -45,6 +49,7 @@ const ALL_CFS: &[&str] = &[
     CF_ANCHORS_RANKED,
     CF_DISTINCT,
     CF_TIMELINE,
+    CF_METRICS,
 ];
 
 /// The most rows one backlink read returns (Majestic's `Count` limit).
@@ -74,6 +79,10 @@ pub struct Store {
     pub(crate) db: DB,
     pub(crate) hasher: ItemHasher,
     path: PathBuf,
+    /// Generation of the `backlinks` and `metrics` rows being served (see `FlowUpdate`).
+    generation: AtomicU8,
+    /// One writer at a time: an ingest `Writer` or a `FlowUpdate`.
+    pub(crate) write_lock: Mutex<()>,
 }
 
 /// Which backlinks of an item to read, in SourceTrustFlow order.
@@ -111,6 +120,18 @@ pub struct TimelinePoint {
     pub day: u32,
     pub found: i64,
     pub lost: i64,
+}
+
+/// The smallest key greater than every key starting with `prefix`, if any.
+pub(crate) fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut s = prefix.to_vec();
+    while let Some(last) = s.pop() {
+        if last < 0xff {
+            s.push(last + 1);
+            return Some(s);
+        }
+    }
+    None
 }
 
 impl Drop for Store {
@@ -178,15 +199,64 @@ impl Store {
                 options.hash_bits
             }
         };
+        let generation = db
+            .get_cf(meta, b"generation")?
+            .map_or(0, |v| v.first().copied().unwrap_or(0));
         Ok(Store {
             db,
             hasher: ItemHasher::new(hash_bits),
             path,
+            generation: AtomicU8::new(generation),
+            write_lock: Mutex::new(()),
         })
     }
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The generation of backlink orderings and metrics being served.
+    pub fn generation(&self) -> u8 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn set_generation(&self, g: u8) {
+        self.generation.store(g, Ordering::Release);
+    }
+
+    /// Flow metrics of an item from the last flow build, `None` before any.
+    pub fn metrics(&self, item: &Item) -> Result<Option<ItemMetrics>> {
+        let key = metrics_key(self.generation(), &self.hasher.item_key(item));
+        self.db
+            .get_pinned_cf(self.cf(CF_METRICS), key)?
+            .map(|v| ItemMetrics::decode(&v))
+            .transpose()
+    }
+
+    /// Metrics of many items in one batched read, in request order.
+    pub fn metrics_many(&self, items: &[Item]) -> Result<Vec<Option<ItemMetrics>>> {
+        let g = self.generation();
+        let keys: Vec<Vec<u8>> = items
+            .iter()
+            .map(|i| metrics_key(g, &self.hasher.item_key(i)))
+            .collect();
+        self.db
+            .batched_multi_get_cf(self.cf(CF_METRICS), &keys, false)
+            .into_iter()
+            .map(|r| r?.map(|v| ItemMetrics::decode(&v)).transpose())
+            .collect()
+    }
+
+    /// Visits every stored link (internal and external, live and deleted), by source.
+    pub fn scan_links(&self, mut visit: impl FnMut(&LinkRecord)) -> Result<()> {
+        let mut it = self.db.raw_iterator_cf(self.cf(CF_LINKS));
+        it.seek_to_first();
+        while let Some(v) = it.value() {
+            visit(&LinkRecord::decode(v)?);
+            it.next();
+        }
+        it.status()?;
+        Ok(())
     }
 
     pub(crate) fn cf(&self, name: &str) -> &ColumnFamily {
@@ -291,10 +361,10 @@ impl Store {
         mut visit: impl FnMut(LinkRecord) -> bool,
     ) -> Result<()> {
         let hash = self.hasher.hash(item.level, &item.name);
-        let lower = hash.to_be_bytes();
+        let lower = backlink_prefix(self.generation(), hash);
         let mut opts = ReadOptions::default();
-        if let Some(upper) = hash.checked_add(1) {
-            opts.set_iterate_upper_bound(upper.to_be_bytes());
+        if let Some(upper) = prefix_successor(&lower) {
+            opts.set_iterate_upper_bound(upper);
         }
         let mut it = self.db.raw_iterator_cf_opt(self.cf(CF_BACKLINKS), opts);
         it.seek(lower);

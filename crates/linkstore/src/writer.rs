@@ -20,7 +20,7 @@ use crate::keys::{
     DistinctKind,
 };
 use crate::page::{day_of, CrawlOutcome, OutLink, PageCrawl, PageState};
-use crate::record::{flags, LinkKind, LinkRecord, LostReason};
+use crate::record::{flags, FlowPair, LinkKind, LinkRecord, LostReason};
 use crate::store::*;
 use rocksdb::{ReadOptions, WriteBatch};
 
@@ -103,9 +103,15 @@ struct Tracked<T> {
     current: T,
 }
 
-/// Buffers crawls and writes them atomically.
+/// Buffers crawls and writes them atomically. Holds the store's write lock: one writer
+/// (or flow publication) at a time.
 pub struct Writer<'a> {
     store: &'a Store,
+    _lock: std::sync::MutexGuard<'a, ()>,
+    /// Backlink generation written to; fixed while the lock is held.
+    generation: u8,
+    /// Current flow metrics of URLs, cached for the batch.
+    flows: HashMap<String, FlowPair>,
     batch: SortedBatch,
     pages: HashMap<String, PageState>,
     /// Link sets of the pages touched in this batch, by source URL then target URL.
@@ -122,8 +128,12 @@ pub struct Writer<'a> {
 
 impl<'a> Writer<'a> {
     pub(crate) fn new(store: &'a Store) -> Writer<'a> {
+        let lock = store.write_lock.lock().unwrap_or_else(|p| p.into_inner());
         Writer {
             store,
+            _lock: lock,
+            generation: store.generation(),
+            flows: HashMap::new(),
             batch: SortedBatch::default(),
             pages: HashMap::new(),
             links: HashMap::new(),
@@ -196,7 +206,8 @@ impl<'a> Writer<'a> {
             self.add_counters_for_url(&crawl.url, &delta, true);
         }
 
-        let existing = self.load_links(&crawl.url)?;
+        let source_flow = self.url_flow(&crawl.url)?;
+        let existing = self.load_links(&crawl.url, source_flow)?;
         let lost_reason = match &crawl.outcome {
             CrawlOutcome::Gone { status: 410 } => LostReason::PageGone,
             CrawlOutcome::Gone { .. } => LostReason::PageNotFound,
@@ -237,6 +248,8 @@ impl<'a> Writer<'a> {
                 }
             };
             describe(&mut new, link, crawl.ip);
+            new.source_flow = source_flow;
+            new.target_flow = self.url_flow(&link.target)?;
             if let CrawlOutcome::Redirect { status, .. } = crawl.outcome {
                 new.redirect_status = status;
             }
@@ -267,7 +280,8 @@ impl<'a> Writer<'a> {
         day: u32,
         found: &BTreeMap<String, OutLink>,
     ) -> Result<()> {
-        let existing = self.load_links(url)?;
+        let source_flow = self.url_flow(url)?;
+        let existing = self.load_links(url, source_flow)?;
         for target in found.keys() {
             if let Some(old) = existing.get(target) {
                 if old.history.contains(day) && old.first_seen <= day {
@@ -289,8 +303,30 @@ impl<'a> Writer<'a> {
         self.store.page(url)
     }
 
-    /// The page's current link set (overlay first, then the store).
-    fn load_links(&mut self, source: &str) -> Result<BTreeMap<String, LinkRecord>> {
+    /// Trust and Citation Flow of a URL from the serving flow build (0 before any).
+    fn url_flow(&mut self, url: &str) -> Result<FlowPair> {
+        if let Some(f) = self.flows.get(url) {
+            return Ok(*f);
+        }
+        let f = self
+            .store
+            .metrics(&Item::url(url))?
+            .map_or(FlowPair::default(), |m| FlowPair {
+                trust_flow: m.trust_flow,
+                citation_flow: m.citation_flow,
+            });
+        self.flows.insert(url.to_string(), f);
+        Ok(f)
+    }
+
+    /// The page's current link set (overlay first, then the store). Stored records carry
+    /// the source flow of their last write; it is replaced by the current one, which is
+    /// what their backlink rows are keyed by.
+    fn load_links(
+        &mut self,
+        source: &str,
+        source_flow: FlowPair,
+    ) -> Result<BTreeMap<String, LinkRecord>> {
         if let Some(set) = self.links.get(source) {
             return Ok(set.clone());
         }
@@ -309,7 +345,8 @@ impl<'a> Writer<'a> {
             if !k.starts_with(&prefix) {
                 break;
             }
-            let rec = LinkRecord::decode(v)?;
+            let mut rec = LinkRecord::decode(v)?;
+            rec.source_flow = source_flow;
             // A 64-bit hash collision between two source URLs: not this page's link.
             if rec.source_url == source {
                 set.insert(rec.target_url.clone(), rec);
@@ -358,7 +395,7 @@ impl<'a> Writer<'a> {
         let source_domain = domain_of_url(&rec.source_url).to_string();
         for item in Item::levels_of_url(&rec.target_url) {
             let hash = self.store.hasher.hash(item.level, &item.name);
-            let key = backlink_key(hash, rec.source_flow.trust_flow, &link);
+            let key = backlink_key(self.generation, hash, rec.source_flow.trust_flow, &link);
             self.batch.put(CF_BACKLINKS, key, encoded.as_slice());
             let item_key = self.store.hasher.item_key(&item);
             let rd_key = member_key(&item_key, &source_domain);
@@ -438,7 +475,7 @@ impl<'a> Writer<'a> {
 
         for item in Item::levels_of_url(&rec.target_url) {
             let hash = self.store.hasher.hash(item.level, &item.name);
-            let key = backlink_key(hash, rec.source_flow.trust_flow, &link);
+            let key = backlink_key(self.generation, hash, rec.source_flow.trust_flow, &link);
             match &encoded {
                 Some(v) => self.batch.put(CF_BACKLINKS, key, v.as_slice()),
                 None => self.batch.delete(CF_BACKLINKS, key),
@@ -641,6 +678,7 @@ impl<'a> Writer<'a> {
             |a| (a.links > 0, a.encode(), a.rank().to_vec(), a.text.clone()),
         );
         self.new_urls.clear();
+        self.flows.clear();
         self.pending_pages = 0;
         // No WAL: a batch either reaches an (atomically flushed) memtable whole or is
         // lost whole in a crash, and re-applying crawls is idempotent.
