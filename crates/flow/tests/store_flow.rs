@@ -1,0 +1,282 @@
+//! Flow builds over a real store: link farms, seeds, determinism, monotonicity,
+//! stability under growth, and what serving sees before, during and after a build.
+
+use flow::{build, parse_seeds, rank, scale, Dangling, Graph, RankParams};
+use linkstore::{BacklinkQuery, CrawlOutcome, Item, OutLink, PageCrawl, Store, StoreOptions};
+
+const T0: i64 = 1_735_689_600;
+
+fn page(url: &str, links: &[&str]) -> PageCrawl {
+    PageCrawl {
+        url: url.into(),
+        fetched_at: T0,
+        ip: None,
+        outcome: CrawlOutcome::Html {
+            links: links
+                .iter()
+                .map(|t| OutLink {
+                    target: t.to_string(),
+                    anchor_text: "x".into(),
+                    ..Default::default()
+                })
+                .collect(),
+        },
+    }
+}
+
+fn apply(store: &Store, pages: &[PageCrawl]) {
+    let mut w = store.writer();
+    for p in pages {
+        w.apply(p).unwrap();
+    }
+    w.commit().unwrap();
+}
+
+/// A trusted hub linking to a few sites, a chain away from it, and a link farm: 40 pages
+/// on 40 domains all linking each other, nothing linking in from the trusted part.
+fn web() -> Vec<PageCrawl> {
+    let mut pages = vec![
+        page(
+            "http://www.trusted.org/",
+            &["http://www.good.com/", "http://www.news.net/"],
+        ),
+        page(
+            "http://www.good.com/",
+            &["http://www.far.com/", "http://www.trusted.org/"],
+        ),
+        page("http://www.news.net/", &["http://www.good.com/"]),
+        page("http://www.far.com/", &["http://www.farther.com/"]),
+    ];
+    let farm: Vec<String> = (0..40)
+        .map(|i| format!("http://www.farm{i}.biz/"))
+        .collect();
+    for (i, f) in farm.iter().enumerate() {
+        let others: Vec<&str> = farm
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| *j != i)
+            .map(|(_, u)| u.as_str())
+            .collect();
+        pages.push(page(f, &others));
+    }
+    pages
+}
+
+fn seeds() -> Vec<flow::Seed> {
+    parse_seeds("trusted.org\tReference/Education\nnews.net\tNews\n", "test").unwrap()
+}
+
+fn built() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
+    apply(&store, &web());
+    build(&store, &seeds(), &RankParams::default(), &mut |_| {}).unwrap();
+    (dir, store)
+}
+
+fn metrics(store: &Store, item: &str) -> linkstore::ItemMetrics {
+    store.metrics(&Item::parse(item).unwrap()).unwrap().unwrap()
+}
+
+#[test]
+fn a_link_farm_gets_citation_flow_but_no_trust_flow() {
+    let (_d, store) = built();
+    let farm = metrics(&store, "http://www.farm7.biz/");
+    let good = metrics(&store, "http://www.good.com/");
+    let far = metrics(&store, "http://www.farther.com/");
+    assert!(
+        farm.citation_flow > good.citation_flow,
+        "{farm:?} vs {good:?}"
+    );
+    assert_eq!(farm.trust_flow, 0);
+    assert!(farm.topics.is_empty());
+    assert!(
+        good.trust_flow > far.trust_flow && far.trust_flow > 0,
+        "{good:?} {far:?}"
+    );
+    assert!(
+        metrics(&store, "trusted.org").trust_flow >= 50,
+        "seeds are trusted"
+    );
+    let topics: Vec<&str> = good.topics.iter().map(|t| t.0.as_str()).collect();
+    assert!(
+        topics.contains(&"Reference/Education") && topics.contains(&"News"),
+        "{topics:?}"
+    );
+    assert!(good.topics.windows(2).all(|w| w[0].1 >= w[1].1));
+}
+
+#[test]
+fn backlinks_follow_the_new_trust_flow_and_carry_flow_columns() {
+    let (_d, store) = built();
+    let rows = store
+        .backlinks(&Item::parse("good.com").unwrap(), &BacklinkQuery::default())
+        .unwrap();
+    assert_eq!(rows.len(), 2);
+    assert!(rows[0].source_flow.trust_flow >= rows[1].source_flow.trust_flow);
+    for r in &rows {
+        let src = metrics(&store, &r.source_url);
+        let tgt = metrics(&store, &r.target_url);
+        assert_eq!(
+            (r.source_flow.trust_flow, r.source_flow.citation_flow),
+            (src.trust_flow, src.citation_flow)
+        );
+        assert_eq!(
+            (r.target_flow.trust_flow, r.target_flow.citation_flow),
+            (tgt.trust_flow, tgt.citation_flow)
+        );
+    }
+    assert_eq!(store.generation(), 1);
+
+    // A link ingested after the build is keyed and labelled with current metrics, and a
+    // later change of it removes exactly that row.
+    apply(
+        &store,
+        &[PageCrawl {
+            fetched_at: T0 + 86_400,
+            ..page(
+                "http://www.trusted.org/",
+                &[
+                    "http://www.good.com/",
+                    "http://www.news.net/",
+                    "http://www.new.io/",
+                ],
+            )
+        }],
+    );
+    let new = store
+        .backlinks(&Item::parse("new.io").unwrap(), &BacklinkQuery::default())
+        .unwrap();
+    assert_eq!(
+        new[0].source_flow.trust_flow,
+        metrics(&store, "http://www.trusted.org/").trust_flow
+    );
+    apply(
+        &store,
+        &[PageCrawl {
+            fetched_at: T0 + 2 * 86_400,
+            ..page("http://www.trusted.org/", &["http://www.good.com/"])
+        }],
+    );
+    let rows = store
+        .backlinks(
+            &Item::parse("news.net").unwrap(),
+            &BacklinkQuery {
+                count: 100,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(rows.len(), 1, "one row, now deleted, not a stale duplicate");
+    assert!(rows[0].is_deleted());
+}
+
+#[test]
+fn builds_are_deterministic_and_a_killed_build_changes_nothing() {
+    let (_d1, a) = built();
+    let (_d2, b) = built();
+    for item in [
+        "http://www.good.com/",
+        "www.farm3.biz",
+        "far.com",
+        "trusted.org",
+    ] {
+        assert_eq!(metrics(&a, item), metrics(&b, item), "{item}");
+    }
+    // A build that dies before switching: its rows are invisible, then cleared.
+    let before = metrics(&a, "good.com");
+    {
+        let mut u = a.begin_flow_update().unwrap();
+        u.put_metrics(
+            &Item::parse("good.com").unwrap(),
+            &linkstore::ItemMetrics::default(),
+        )
+        .unwrap();
+    }
+    assert_eq!(metrics(&a, "good.com"), before);
+    assert_eq!(a.generation(), 1);
+    build(&a, &seeds(), &RankParams::default(), &mut |_| {}).unwrap();
+    assert_eq!(a.generation(), 2);
+    assert_eq!(metrics(&a, "good.com"), before);
+}
+
+#[test]
+fn seeds_must_be_in_the_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
+    apply(&store, &web());
+    let s = parse_seeds("trusted.org\nnowhere.example\n", "s").unwrap();
+    let err = build(&store, &s, &RankParams::default(), &mut |_| {})
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("nowhere.example") && err.contains("line 2"),
+        "{err}"
+    );
+    assert_eq!(store.generation(), 0, "nothing published");
+}
+
+/// Deterministic pseudo-random graphs for property checks.
+fn random_graph(seed: u64, n: usize, m: usize) -> Vec<(u32, u32)> {
+    let mut x = seed;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    (0..m)
+        .map(|_| ((next() % n as u64) as u32, (next() % n as u64) as u32))
+        .collect()
+}
+
+fn citation(edges: &[(u32, u32)], n: usize) -> Vec<f64> {
+    let g = Graph::from_edges(n, edges.to_vec());
+    let out: Vec<u32> = (0..n).map(|v| g.outdegree(v) as u32).collect();
+    let p = RankParams {
+        dangling: Dangling::Drop,
+        tolerance: 1e-14,
+        max_iterations: 2_000,
+        ..Default::default()
+    };
+    rank(&g.transpose(), &out, &vec![1.0; n], &p).scores
+}
+
+#[test]
+fn adding_links_into_a_page_never_lowers_its_citation_flow() {
+    for seed in 1..20u64 {
+        let n = 60;
+        let mut edges = random_graph(seed, n, 200);
+        let before = citation(&edges, n);
+        let v = (seed as u32 * 7) % n as u32;
+        for extra in 0..5u32 {
+            edges.push(((v + 1 + extra * 11) % n as u32, v));
+        }
+        let after = citation(&edges, n);
+        assert!(
+            after[v as usize] >= before[v as usize] - 1e-12,
+            "seed {seed}"
+        );
+        assert!(
+            scale::citation_flow(after[v as usize]) >= scale::citation_flow(before[v as usize])
+        );
+    }
+}
+
+#[test]
+fn an_unrelated_site_changes_nobodys_scores() {
+    let n = 80;
+    let edges = random_graph(99, n, 300);
+    let before = citation(&edges, n);
+    // Add a disconnected site of 20 pages linking among themselves.
+    let mut grown = edges.clone();
+    grown.extend((0..20u32).map(|i| (n as u32 + i, n as u32 + (i + 1) % 20)));
+    let after = citation(&grown, n + 20);
+    for v in 0..n {
+        assert!((after[v] - before[v]).abs() < 1e-9, "node {v}");
+        assert_eq!(
+            scale::citation_flow(after[v]),
+            scale::citation_flow(before[v])
+        );
+    }
+}
