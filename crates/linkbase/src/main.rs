@@ -67,7 +67,20 @@ enum Command {
         #[arg(long)]
         ref_domain: Option<String>,
     },
-    /// Generate a sample crawl, ingest it, and show what the index knows.
+    /// Compute Citation Flow, Trust Flow and Topical Trust Flow and publish them.
+    Flow {
+        #[arg(long)]
+        data: PathBuf,
+        #[arg(long, default_value = "historic")]
+        index: IndexKind,
+        /// Trusted seeds (docs/flow.md). Without seeds, Trust Flow is 0 everywhere.
+        #[arg(long)]
+        seeds: Option<PathBuf>,
+        /// Threads for the rank iterations (default: all cores).
+        #[arg(long)]
+        threads: Option<usize>,
+    },
+    /// Generate a sample crawl, ingest it, compute flow metrics, and show what the index knows.
     Demo {
         /// Working directory for the sample crawl and the data.
         #[arg(long, default_value = "demo-data")]
@@ -118,8 +131,52 @@ fn main() -> Result<()> {
             };
             print_backlinks(&store, &Item::parse(&item)?, &q)
         }
+        Command::Flow {
+            data,
+            index,
+            seeds,
+            threads,
+        } => {
+            let store = open_existing(&data, index)?;
+            let seeds = match seeds {
+                Some(path) => flow::read_seeds(&path)?,
+                None => {
+                    eprintln!("no --seeds: Trust Flow and topics will be 0 everywhere");
+                    Vec::new()
+                }
+            };
+            run_flow(&store, &seeds, threads)
+        }
         Command::Demo { dir, pages } => demo(&dir, pages),
     }
+}
+
+/// Seeds for the demo web, shipped with the binary.
+const DEMO_SEEDS: &str = include_str!("../../../data/demo-seeds.tsv");
+
+fn run_flow(store: &Store, seeds: &[flow::Seed], threads: Option<usize>) -> Result<()> {
+    let mut params = flow::RankParams::default();
+    if let Some(t) = threads {
+        params.threads = t.max(1);
+    }
+    let started = Instant::now();
+    let report = flow::build(store, seeds, &params, &mut |msg| {
+        eprintln!("[{:>6.1}s] {msg}", started.elapsed().as_secs_f64())
+    })?;
+    println!(
+        "flow: {} URLs, {} links, {} seed URLs, {} topics; Citation Flow {} iterations, Trust Flow {}; {:.2} ns/edge/iteration; {} metrics rows, {} backlink rows re-ordered in {:.1}s",
+        report.nodes,
+        report.edges,
+        report.seed_nodes,
+        report.topics,
+        report.citation_iterations,
+        report.trust_iterations,
+        report.ns_per_edge_iteration,
+        report.metrics_rows,
+        report.backlink_rows,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
 }
 
 fn open_existing(data: &Path, index: IndexKind) -> Result<Store> {
@@ -297,6 +354,13 @@ fn print_item(store: &Store, item: &Item) -> Result<()> {
     match store.counters(item)? {
         None => println!("not in the index"),
         Some(c) => {
+            if let Some(m) = store.metrics(item)? {
+                println!("{:<34} {}", "Trust Flow", m.trust_flow);
+                println!("{:<34} {}", "Citation Flow", m.citation_flow);
+                for (topic, v) in &m.topics {
+                    println!("  {v:>3}  {topic}");
+                }
+            }
             print_counters(&c);
             println!("\ntop referring domains:");
             for d in store.ref_domains(item, 0, 5)? {
@@ -315,11 +379,12 @@ fn print_item(store: &Store, item: &Item) -> Result<()> {
 }
 
 fn print_backlinks(store: &Store, item: &Item, q: &BacklinkQuery) -> Result<()> {
-    println!("SourceTrustFlow\tSourceURL\tTargetURL\tAnchorText\tLinkType\tFlagNoFollow\tFlagDeleted\tFirstIndexedDate\tLastSeenDate\tDateLost");
+    println!("SourceTrustFlow\tSourceCitationFlow\tSourceURL\tTargetURL\tAnchorText\tLinkType\tFlagNoFollow\tFlagDeleted\tFirstIndexedDate\tLastSeenDate\tDateLost");
     for r in store.backlinks(item, q)? {
         println!(
-            "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+            "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
             r.source_flow.trust_flow,
+            r.source_flow.citation_flow,
             r.source_url,
             r.target_url,
             r.anchor_text,
@@ -341,11 +406,7 @@ fn print_backlinks(store: &Store, item: &Item, q: &BacklinkQuery) -> Result<()> 
 fn demo(dir: &Path, pages: usize) -> Result<()> {
     let crawl_dir = dir.join("crawl");
     let data = dir.join("data");
-    let spec = webgen::WebSpec {
-        pages,
-        domains: (pages / 10).max(10),
-        ..Default::default()
-    };
+    let spec = webgen::WebSpec::demo(pages);
     println!(
         "generating a synthetic web of {pages} pages, {} crawl rounds into {}",
         spec.crawls,
@@ -355,6 +416,9 @@ fn demo(dir: &Path, pages: usize) -> Result<()> {
         .with_context(|| format!("writing {}", crawl_dir.display()))?;
     let store = DataDir::new(&data).open(IndexKind::Historic, &StoreOptions::default())?;
     ingest_files(&store, &generated.files, 2000)?;
+    println!();
+    let seeds = flow::parse_seeds(DEMO_SEEDS, "data/demo-seeds.tsv")?;
+    run_flow(&store, &seeds, None)?;
     println!();
     print_index_stats(&store)?;
     let hot = webgen::Web::new(spec).hot_url();
@@ -373,11 +437,9 @@ fn demo(dir: &Path, pages: usize) -> Result<()> {
     let exe =
         std::env::current_exe().map_or_else(|_| "linkbase".into(), |p| p.display().to_string());
     println!(
-        "\ntry:\n  {exe} stats --data {} {}\n  {exe} backlinks --data {} --max-per-domain 1 {}",
-        data.display(),
-        item.name,
-        data.display(),
-        item.name
+        "\ntry:\n  {exe} stats --data {d} {i}\n  {exe} backlinks --data {d} --max-per-domain 1 {i}\n  {exe} flow --data {d} --seeds data/demo-seeds.tsv",
+        d = data.display(),
+        i = item.name,
     );
     Ok(())
 }

@@ -55,6 +55,29 @@ impl Default for WebSpec {
     }
 }
 
+impl WebSpec {
+    /// The web `linkbase demo` generates: `pages` pages over `pages / 10` domains.
+    pub fn demo(pages: usize) -> WebSpec {
+        WebSpec {
+            pages,
+            domains: (pages / 10).max(10),
+            ..Default::default()
+        }
+    }
+}
+
+/// Topics given to seed domains, from the flow taxonomy.
+const SEED_TOPICS: &[&str] = &[
+    "News",
+    "Computers/Internet",
+    "Recreation/Travel",
+    "Health",
+    "Business/Financial Services",
+    "Sports",
+    "Science",
+    "Arts/Music",
+];
+
 /// What was written.
 #[derive(Debug, Clone, Default)]
 pub struct GenSummary {
@@ -169,6 +192,19 @@ impl Web {
         let scheme = if d.is_multiple_of(3) { "https" } else { "http" };
         let topic = TOPICS[(h(&[self.spec.seed, 2, page as u64]) % TOPICS.len() as u64) as usize];
         format!("{scheme}://{host}.{name}/{topic}/{j}.html")
+    }
+
+    /// A seed file (see `docs/flow.md`) trusting the `count` most popular root domains,
+    /// each with a topic.
+    pub fn seed_file(&self, count: usize) -> String {
+        let mut out = String::from(
+            "# Trusted seeds for the demo web (webgen seed 42): the most linked-to root domains.\n",
+        );
+        for d in 0..count.min(self.spec.domains) {
+            let topic = SEED_TOPICS[d % SEED_TOPICS.len()];
+            out.push_str(&format!("{}\t{topic}\n", self.domain_name(d)));
+        }
+        out
     }
 
     /// The most linked-to URL of the web (home page of the most popular domain).

@@ -26,6 +26,9 @@ struct Args {
     crawls: usize,
     #[arg(long, value_enum, default_value_t = Format::Jsonl)]
     format: Format,
+    /// Also write a seed file trusting the 10 most popular domains.
+    #[arg(long)]
+    seeds: Option<PathBuf>,
 }
 
 fn main() -> std::io::Result<()> {
@@ -42,6 +45,9 @@ fn main() -> std::io::Result<()> {
         },
         ..Default::default()
     };
+    if let Some(path) = &a.seeds {
+        std::fs::write(path, webgen::Web::new(spec.clone()).seed_file(10))?;
+    }
     let s = generate(&spec, &a.out, &mut |round, fetches| {
         eprint!("\rround {round}: {fetches} fetches written");
     })?;
