@@ -180,3 +180,93 @@ fn cli_errors_name_what_is_wrong() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("bogus.txt"));
 }
+
+#[test]
+fn the_shipped_demo_seed_file_is_what_the_generator_writes() {
+    let shipped = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/demo-seeds.tsv"),
+    )
+    .unwrap();
+    let generated = webgen::Web::new(webgen::WebSpec::demo(20_000)).seed_file(10);
+    assert_eq!(shipped, generated);
+}
+
+#[test]
+fn flow_publishes_metrics_the_cli_shows() {
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = webgen::WebSpec::demo(2_000);
+    let files = webgen::generate(
+        &webgen::WebSpec {
+            crawls: 1,
+            ..spec.clone()
+        },
+        &tmp.path().join("crawl"),
+        &mut |_, _| {},
+    )
+    .unwrap();
+    let data = tmp.path().join("data");
+    let mut args = vec!["ingest", "--data", data.to_str().unwrap()];
+    let names: Vec<String> = files
+        .files
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    args.extend(names.iter().map(String::as_str));
+    run(&args);
+    let seeds = Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/demo-seeds.tsv");
+    let out = run(&[
+        "flow",
+        "--data",
+        data.to_str().unwrap(),
+        "--seeds",
+        seeds.to_str().unwrap(),
+    ]);
+    assert!(out.contains("metrics rows"), "{out}");
+    let hot = webgen::Web::new(spec).hot_url();
+    let stats = run(&["stats", "--data", data.to_str().unwrap(), &hot]);
+    let tf: u32 = stats
+        .lines()
+        .find_map(|l| l.strip_prefix("Trust Flow"))
+        .expect("Trust Flow line")
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(tf > 0, "the most linked page, linked from seeds, has trust");
+    let rows = run(&[
+        "backlinks",
+        "--data",
+        data.to_str().unwrap(),
+        "--count",
+        "50",
+        &hot,
+    ]);
+    let tfs: Vec<u32> = rows
+        .lines()
+        .skip(1)
+        .map(|l| l.split('\t').next().unwrap().parse().unwrap())
+        .collect();
+    assert!(
+        tfs.windows(2).all(|w| w[0] >= w[1]),
+        "ordered by SourceTrustFlow: {tfs:?}"
+    );
+    assert!(tfs[0] > 0);
+
+    let bad = tmp.path().join("bad-seeds.tsv");
+    std::fs::write(&bad, "tangoblue0.nl\tNot A Topic\n").unwrap();
+    let out = Command::new(linkbase())
+        .args([
+            "flow",
+            "--data",
+            data.to_str().unwrap(),
+            "--seeds",
+            bad.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bad-seeds.tsv:1") && err.contains("Not A Topic"),
+        "{err}"
+    );
+}

@@ -138,7 +138,7 @@ pub fn load(base: &Path) -> Result<Graph> {
                     copying = !copying;
                 }
                 // An even number of blocks leaves an implicit final copy block.
-                if block_count % 2 == 0 {
+                if block_count.is_multiple_of(2) {
                     copied.extend_from_slice(&ref_list[pos.min(ref_list.len())..]);
                 }
             }
