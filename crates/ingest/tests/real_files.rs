@@ -1,13 +1,11 @@
 //! Every real crawl file in `../shared/data` ingests, with link counts checked against
 //! the data README and the ia-web-commons answer key.
 
-mod common;
-
-use common::shared;
 use ingest::{extract_links, ingest_file, FileSummary, IngestOptions, LinkTag};
 use linkstore::{BacklinkQuery, Item, Store, StoreOptions};
 use std::collections::BTreeMap;
 use std::io::BufReader;
+use testdata::shared;
 
 fn ingest(rel: &str) -> Option<(tempfile::TempDir, Store, FileSummary)> {
     let path = shared(rel)?;

@@ -398,19 +398,7 @@ impl<'a> Writer<'a> {
             let key = backlink_key(self.generation, hash, rec.source_flow.trust_flow, &link);
             self.batch.put(CF_BACKLINKS, key, encoded.as_slice());
             let item_key = self.store.hasher.item_key(&item);
-            let rd_key = member_key(&item_key, &source_domain);
-            let rd = tracked(
-                &mut self.refdomains,
-                self.store,
-                CF_REFDOMAINS,
-                rd_key,
-                item_key.len(),
-                RefDomain::decode,
-                || RefDomain {
-                    domain: source_domain.clone(),
-                    ..Default::default()
-                },
-            )?;
+            let rd = self.refdomain_row(&item_key, &source_domain)?;
             rd.last_seen = rd.last_seen.max(rec.last_seen);
             self.add_counters(item_key, &delta);
         }
@@ -484,19 +472,7 @@ impl<'a> Writer<'a> {
             let mut d = delta;
 
             // Referring domain row; distinct counts move when a row appears or empties.
-            let rd_key = member_key(&item_key, &source_domain);
-            let rd = tracked(
-                &mut self.refdomains,
-                self.store,
-                CF_REFDOMAINS,
-                rd_key,
-                item_key.len(),
-                RefDomain::decode,
-                || RefDomain {
-                    domain: source_domain.clone(),
-                    ..Default::default()
-                },
-            )?;
+            let rd = self.refdomain_row(&item_key, &source_domain)?;
             let before = (rd.links > 0, rd.live_links() > 0);
             rd.links += sign;
             rd.deleted_links += d.deleted_links;
@@ -569,6 +545,22 @@ impl<'a> Writer<'a> {
             .or_default();
         e.found += d.found;
         e.lost += d.lost;
+    }
+
+    /// The referring-domain row of `domain` for an item, loaded or started empty.
+    fn refdomain_row(&mut self, item_key: &[u8], domain: &str) -> Result<&mut RefDomain> {
+        tracked(
+            &mut self.refdomains,
+            self.store,
+            CF_REFDOMAINS,
+            member_key(item_key, domain),
+            item_key.len(),
+            RefDomain::decode,
+            || RefDomain {
+                domain: domain.to_string(),
+                ..Default::default()
+            },
+        )
     }
 
     fn add_counters(&mut self, key: Vec<u8>, delta: &Counters) {
