@@ -6,14 +6,14 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 fn linkbase() -> PathBuf {
-    // The binary is built by the same `cargo test` run (workspace member).
-    let exe = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../target")
-        .join(if cfg!(debug_assertions) {
-            "debug"
-        } else {
-            "release"
-        })
+    // The binary is built by the same `cargo build`/`cargo test` run, into the same
+    // profile directory as this test (`target/<profile>/deps/cli-*`), wherever the target
+    // directory is.
+    let exe = std::env::current_exe()
+        .unwrap()
+        .parent()
+        .and_then(Path::parent)
+        .unwrap()
         .join("linkbase");
     assert!(
         exe.exists(),
