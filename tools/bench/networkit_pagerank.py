@@ -12,7 +12,7 @@ g = reader.read(path)
 while g.numberOfNodes() < nodes:
     g.addNode()
 edges = g.numberOfEdges()
-pr = nk.centrality.PageRank(g, damp=0.85, tol=0.0, distributeSinks=nk.centrality.SinkHandling.DISTRIBUTE_SINKS)
+pr = nk.centrality.PageRank(g, damp=0.85, tol=0.0, distributeSinks=nk.centrality.SinkHandling.DistributeSinks)
 pr.maxIterations = iterations
 start = time.perf_counter()
 pr.run()
