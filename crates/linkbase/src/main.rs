@@ -80,11 +80,24 @@ enum Command {
         #[arg(long)]
         threads: Option<usize>,
     },
+    /// Serve the Majestic-compatible API (`/api/json`, `/api/xml`, `/api_command`).
+    Serve {
+        #[arg(long)]
+        data: PathBuf,
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        listen: String,
+        /// API keys, one per line. Default: DATA/keys.txt, created with a new random key.
+        #[arg(long)]
+        keys: Option<PathBuf>,
+    },
     /// Generate a sample crawl, ingest it, compute flow metrics, and show what the index knows.
     Demo {
         /// Working directory for the sample crawl and the data.
         #[arg(long, default_value = "demo-data")]
         dir: PathBuf,
+        /// Where the API listens once the demo data is ready.
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        listen: String,
         /// Pages in the synthetic web.
         #[arg(long, default_value_t = 20_000)]
         pages: usize,
@@ -147,8 +160,61 @@ fn main() -> Result<()> {
             };
             run_flow(&store, &seeds, threads)
         }
-        Command::Demo { dir, pages } => demo(&dir, pages),
+        Command::Serve { data, listen, keys } => serve(&data, &listen, keys),
+        Command::Demo { dir, listen, pages } => {
+            demo(&dir, pages)?;
+            serve(&dir.join("data"), &listen, None)
+        }
     }
+}
+
+/// A new random API key (128 bits from the OS, hex).
+fn new_key() -> Result<String> {
+    use std::io::Read;
+    let mut b = [0u8; 16];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut b)?;
+    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
+}
+
+fn serve(data: &Path, listen: &str, keys: Option<PathBuf>) -> Result<()> {
+    let keys_path = keys.unwrap_or_else(|| data.join("keys.txt"));
+    if !keys_path.exists() {
+        std::fs::create_dir_all(data)?;
+        std::fs::write(
+            &keys_path,
+            format!("# API keys, one per line\n{}\n", new_key()?),
+        )?;
+    }
+    let keys = server::read_keys(&keys_path)?;
+    let dir = DataDir::new(data);
+    let ctx = server::Context {
+        historic: dir.open(IndexKind::Historic, &StoreOptions::default())?,
+        fresh: dir.open(IndexKind::Fresh, &StoreOptions::default())?,
+        server_name: "LINKBASE".into(),
+        server_version: env!("CARGO_PKG_VERSION").into(),
+        server_build: "2026-11-21 00:00:00".into(),
+    };
+    let key = keys.iter().min().cloned().unwrap_or_default();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(listen).await?;
+        let addr = listener.local_addr()?;
+        println!("serving the API on http://{addr}/api/json (keys in {})", keys_path.display());
+        println!("API key: {key}");
+        println!("try:");
+        println!("  curl 'http://{addr}/api/json?app_api_key={key}&cmd=GetIndexItemInfo&items=1&item0=tangoblue0.nl'");
+        println!("  curl 'http://{addr}/api/json?app_api_key={key}&cmd=GetBackLinkData&item=http://www.tangoblue0.nl/&Count=5'");
+        println!("  curl 'http://{addr}/api_command?app_api_key={key}&cmd=GetRefDomains&item0=tangoblue0.nl&Count=5'");
+        let svc = std::sync::Arc::new(server::Service {
+            ctx,
+            keys,
+            limits: server::Limits::default(),
+        });
+        server::serve(svc, listener).await?;
+        Ok::<_, anyhow::Error>(())
+    })
 }
 
 /// Seeds for the demo web, shipped with the binary.

@@ -1,0 +1,301 @@
+//! Majestic response envelopes: the data model of a reply (global variables, named tables
+//! with parameters, columns and rows) and its JSON and XML renderings.
+//!
+//! JSON: `Code`, `ErrorMessage`, `FullError`, then the global variables flattened in
+//! alphabetical order, then `DataTables` keyed by name, each with `Headers` (the table
+//! parameters) and `Data` (row objects in column order). XML: `<Result>` with a
+//! `<GlobalVars>` element whose attributes are the variables, and `<DataTable>` elements
+//! with pipe-joined `Headers` and `<Row>`s; a literal `|` is doubled and an empty value is
+//! a single space.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// A cell or variable value. Majestic clients depend on which values are JSON numbers
+/// and which are strings, so the distinction is kept.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Int(i64),
+    Str(String),
+}
+
+impl Value {
+    pub fn empty() -> Value {
+        Value::Str(String::new())
+    }
+
+    fn text(&self) -> String {
+        match self {
+            Value::Int(i) => i.to_string(),
+            Value::Str(s) => s.clone(),
+        }
+    }
+
+    fn json(&self, out: &mut String) {
+        match self {
+            Value::Int(i) => {
+                let _ = write!(out, "{i}");
+            }
+            Value::Str(s) => out.push_str(&serde_json::to_string(s).expect("strings serialise")),
+        }
+    }
+}
+
+impl From<i64> for Value {
+    fn from(v: i64) -> Value {
+        Value::Int(v)
+    }
+}
+
+impl From<&str> for Value {
+    fn from(v: &str) -> Value {
+        Value::Str(v.to_string())
+    }
+}
+
+impl From<String> for Value {
+    fn from(v: String) -> Value {
+        Value::Str(v)
+    }
+}
+
+/// One data table.
+#[derive(Debug, Clone, Default)]
+pub struct Table {
+    pub name: String,
+    pub params: BTreeMap<String, Value>,
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<Value>>,
+}
+
+impl Table {
+    pub fn new(name: &str, columns: Vec<String>) -> Table {
+        Table {
+            name: name.to_string(),
+            columns,
+            ..Default::default()
+        }
+    }
+
+    pub fn param(&mut self, k: &str, v: impl Into<Value>) {
+        self.params.insert(k.to_string(), v.into());
+    }
+}
+
+/// A reply: success with globals and tables, or an error.
+#[derive(Debug, Clone, Default)]
+pub struct Reply {
+    pub code: String,
+    pub error_message: String,
+    pub full_error: String,
+    pub globals: BTreeMap<String, Value>,
+    pub tables: Vec<Table>,
+}
+
+impl Reply {
+    pub fn ok() -> Reply {
+        Reply {
+            code: "OK".into(),
+            ..Default::default()
+        }
+    }
+
+    pub fn error(code: &str, message: impl Into<String>) -> Reply {
+        let message = message.into();
+        Reply {
+            code: code.into(),
+            full_error: format!("{code}: {message}"),
+            error_message: message,
+            ..Default::default()
+        }
+    }
+
+    pub fn global(&mut self, k: &str, v: impl Into<Value>) {
+        self.globals.insert(k.to_string(), v.into());
+    }
+
+    pub fn to_json(&self) -> String {
+        let mut out = String::with_capacity(1024);
+        out.push('{');
+        let mut first = true;
+        let mut field = |out: &mut String, k: &str, v: &Value| {
+            if !first {
+                out.push(',');
+            }
+            first = false;
+            out.push_str(&serde_json::to_string(k).expect("keys serialise"));
+            out.push(':');
+            v.json(out);
+        };
+        field(&mut out, "Code", &Value::from(self.code.as_str()));
+        field(
+            &mut out,
+            "ErrorMessage",
+            &Value::from(self.error_message.as_str()),
+        );
+        field(
+            &mut out,
+            "FullError",
+            &Value::from(self.full_error.as_str()),
+        );
+        for (k, v) in &self.globals {
+            field(&mut out, k, v);
+        }
+        if !self.tables.is_empty() {
+            out.push_str(",\"DataTables\":{");
+            for (i, t) in self.tables.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&serde_json::to_string(&t.name).expect("names serialise"));
+                out.push_str(":{\"Headers\":{");
+                for (j, (k, v)) in t.params.iter().enumerate() {
+                    if j > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&serde_json::to_string(k).expect("keys serialise"));
+                    out.push(':');
+                    v.json(&mut out);
+                }
+                out.push_str("},\"Data\":[");
+                for (r, row) in t.rows.iter().enumerate() {
+                    if r > 0 {
+                        out.push(',');
+                    }
+                    out.push('{');
+                    for (c, (col, v)) in t.columns.iter().zip(row).enumerate() {
+                        if c > 0 {
+                            out.push(',');
+                        }
+                        out.push_str(&serde_json::to_string(col).expect("columns serialise"));
+                        out.push(':');
+                        v.json(&mut out);
+                    }
+                    out.push('}');
+                }
+                out.push_str("]}");
+            }
+            out.push('}');
+        }
+        out.push('}');
+        out
+    }
+
+    pub fn to_xml(&self) -> String {
+        let mut out = String::with_capacity(1024);
+        out.push_str("<?xml version=\"1.0\" encoding=\"utf-8\"?>\n");
+        let _ = write!(
+            out,
+            "<Result Code=\"{}\" ErrorMessage=\"{}\" FullError=\"{}\">",
+            xml_escape(&self.code),
+            xml_escape(&self.error_message),
+            xml_escape(&self.full_error)
+        );
+        out.push_str("<GlobalVars");
+        for (k, v) in &self.globals {
+            let _ = write!(out, " {k}=\"{}\"", xml_escape(&v.text()));
+        }
+        out.push_str("/>");
+        if !self.tables.is_empty() {
+            let _ = write!(out, "<DataTables Count=\"{}\">", self.tables.len());
+            for t in &self.tables {
+                let headers: Vec<String> = t.columns.iter().map(|c| pipe_cell(c)).collect();
+                let _ = write!(
+                    out,
+                    "<DataTable Name=\"{}\" RowsCount=\"{}\" Headers=\"{}\"",
+                    xml_escape(&t.name),
+                    t.rows.len(),
+                    xml_escape(&headers.join("|"))
+                );
+                for (k, v) in &t.params {
+                    let _ = write!(out, " {k}=\"{}\"", xml_escape(&v.text()));
+                }
+                out.push('>');
+                for row in &t.rows {
+                    let cells: Vec<String> = row.iter().map(|v| pipe_cell(&v.text())).collect();
+                    let _ = write!(out, "<Row>{}</Row>", xml_escape(&cells.join("|")));
+                }
+                out.push_str("</DataTable>");
+            }
+            out.push_str("</DataTables>");
+        }
+        out.push_str("</Result>");
+        out
+    }
+}
+
+/// A cell of a pipe-joined XML row: `|` doubled, empty written as one space.
+fn pipe_cell(s: &str) -> String {
+    if s.is_empty() {
+        " ".to_string()
+    } else {
+        s.replace('|', "||")
+    }
+}
+
+fn xml_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            // Characters XML 1.0 cannot carry at all.
+            c if (c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r') => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Reply {
+        let mut r = Reply::ok();
+        r.global("IndexType", 0);
+        r.global("ServerName", "LINKBASE");
+        let mut t = Table::new(
+            "Results",
+            vec!["Item".into(), "Count".into(), "Note".into()],
+        );
+        t.param("TopicsCount", 3);
+        t.rows.push(vec!["a|b".into(), 5.into(), Value::empty()]);
+        r.tables.push(t);
+        r
+    }
+
+    #[test]
+    fn json_flattens_globals_and_keeps_types() {
+        let j: serde_json::Value = serde_json::from_str(&sample().to_json()).unwrap();
+        assert_eq!(j["Code"], "OK");
+        assert_eq!(j["IndexType"], 0);
+        assert_eq!(j["DataTables"]["Results"]["Headers"]["TopicsCount"], 3);
+        assert_eq!(j["DataTables"]["Results"]["Data"][0]["Count"], 5);
+        assert_eq!(j["DataTables"]["Results"]["Data"][0]["Note"], "");
+        let text = sample().to_json();
+        assert!(text.starts_with(r#"{"Code":"OK","ErrorMessage":"","FullError":"","IndexType":0"#));
+    }
+
+    #[test]
+    fn xml_pipes_escape_and_empty_cells_are_a_space() {
+        let x = sample().to_xml();
+        assert!(
+            x.contains(r#"<GlobalVars IndexType="0" ServerName="LINKBASE"/>"#),
+            "{x}"
+        );
+        assert!(x.contains(
+            r#"<DataTable Name="Results" RowsCount="1" Headers="Item|Count|Note" TopicsCount="3">"#
+        ));
+        assert!(x.contains("<Row>a||b|5| </Row>"), "{x}");
+        let e = Reply::error("FailedRequestViaAPI", "bad <key> & \"quote\"").to_xml();
+        assert!(
+            e.contains(r#"ErrorMessage="bad &lt;key&gt; &amp; &quot;quote&quot;""#),
+            "{e}"
+        );
+        assert!(!e.contains("DataTables"));
+    }
+}

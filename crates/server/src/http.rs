@@ -1,0 +1,149 @@
+//! The HTTP front: hyper on tokio, HTTP/1.1 keep-alive, `/api/json`, `/api/xml` and
+//! `/api_command` for GET and POST, a bounded body, and timeouts for slow clients.
+
+use crate::commands::{execute, Context};
+use crate::envelope::Reply;
+use crate::error::ApiError;
+use crate::params::Params;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+
+/// Server limits.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Largest request body accepted.
+    pub max_body_bytes: usize,
+    /// Time a client has to send its request headers, and then its body.
+    pub read_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_body_bytes: 64 << 10,
+            read_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Shared state of every connection.
+pub struct Service {
+    pub ctx: Context,
+    /// Accepted API keys (until the account store replaces them).
+    pub keys: HashSet<String>,
+    pub limits: Limits,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Format {
+    Json,
+    Xml,
+}
+
+fn render(reply: &Reply, format: Format) -> Response<Full<Bytes>> {
+    let (body, ct) = match format {
+        Format::Json => (reply.to_json(), "application/json;charset=UTF-8"),
+        Format::Xml => (reply.to_xml(), "text/xml;charset=UTF-8"),
+    };
+    Response::builder()
+        .header("content-type", ct)
+        .body(Full::new(Bytes::from(body)))
+        .expect("valid response")
+}
+
+fn error_reply(e: ApiError) -> Reply {
+    Reply::error(e.code, e.message)
+}
+
+async fn handle(svc: Arc<Service>, req: Request<Incoming>) -> Response<Full<Bytes>> {
+    let format = match req.uri().path() {
+        "/api/json" => Format::Json,
+        "/api/xml" | "/api_command" => Format::Xml,
+        _ => {
+            return Response::builder()
+                .status(StatusCode::NOT_FOUND)
+                .body(Full::new(Bytes::from_static(
+                    b"not found: use /api/json, /api/xml or /api_command\n",
+                )))
+                .expect("valid response")
+        }
+    };
+    let query = req.uri().query().unwrap_or("").as_bytes().to_vec();
+    let body = if req.method() == Method::POST {
+        let limited = Limited::new(req.into_body(), svc.limits.max_body_bytes);
+        match tokio::time::timeout(svc.limits.read_timeout, limited.collect()).await {
+            Err(_) => {
+                return render(
+                    &error_reply(ApiError::new(
+                        "RequestTimeout",
+                        "the request body was not received in time",
+                    )),
+                    format,
+                )
+            }
+            Ok(Err(_)) => {
+                return render(
+                    &error_reply(ApiError::new(
+                        "RequestTooLarge",
+                        format!("request body over {} bytes", svc.limits.max_body_bytes),
+                    )),
+                    format,
+                )
+            }
+            Ok(Ok(b)) => b.to_bytes().to_vec(),
+        }
+    } else {
+        Vec::new()
+    };
+    let svc2 = svc.clone();
+    let reply = tokio::task::spawn_blocking(move || {
+        let params = Params::parse(&query, &body)?;
+        let key = params
+            .get("authentication_token")
+            .or_else(|| params.get("app_api_key"))
+            .unwrap_or("");
+        if !svc2.keys.contains(key) {
+            return Err(ApiError::new(
+                "FailedRequestViaAPI",
+                "API Key does not appear to be correct",
+            ));
+        }
+        let cmd = params.required("cmd")?;
+        execute(&svc2.ctx, cmd, &params)
+    })
+    .await
+    .unwrap_or_else(|e| Err(ApiError::new("InternalError", e.to_string())))
+    .unwrap_or_else(error_reply);
+    render(&reply, format)
+}
+
+/// Accepts connections until the listener fails.
+pub async fn serve(svc: Arc<Service>, listener: TcpListener) -> std::io::Result<()> {
+    loop {
+        let (stream, _peer) = listener.accept().await?;
+        let _ = stream.set_nodelay(true);
+        let svc = svc.clone();
+        tokio::spawn(async move {
+            let timeout = svc.limits.read_timeout;
+            let service = service_fn(move |req| {
+                let svc = svc.clone();
+                async move { Ok::<_, std::convert::Infallible>(handle(svc, req).await) }
+            });
+            let _ = http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(timeout)
+                .keep_alive(true)
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}
