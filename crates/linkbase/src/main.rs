@@ -201,12 +201,17 @@ fn serve(data: &Path, listen: &str, keys: Option<PathBuf>) -> Result<()> {
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(listen).await?;
         let addr = listener.local_addr()?;
-        println!("serving the API on http://{addr}/api/json (keys in {})", keys_path.display());
-        println!("API key: {key}");
-        println!("try:");
-        println!("  curl 'http://{addr}/api/json?app_api_key={key}&cmd=GetIndexItemInfo&items=1&item0=tangoblue0.nl'");
-        println!("  curl 'http://{addr}/api/json?app_api_key={key}&cmd=GetBackLinkData&item=http://www.tangoblue0.nl/&Count=5'");
-        println!("  curl 'http://{addr}/api_command?app_api_key={key}&cmd=GetRefDomains&item0=tangoblue0.nl&Count=5'");
+        // Written in one go, errors ignored: a closed stdout must not stop the server.
+        let banner = format!(
+            "serving the API on http://{addr}/api/json (keys in {})\nAPI key: {key}\ntry:\n  curl 'http://{addr}/api/json?app_api_key={key}&cmd=GetIndexItemInfo&items=1&item0=tangoblue0.nl'\n  curl 'http://{addr}/api/json?app_api_key={key}&cmd=GetBackLinkData&item=http://www.tangoblue0.nl/&Count=5'\n  curl 'http://{addr}/api_command?app_api_key={key}&cmd=GetRefDomains&item0=tangoblue0.nl&Count=5'\n",
+            keys_path.display()
+        );
+        {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(banner.as_bytes());
+            let _ = out.flush();
+        }
         let svc = std::sync::Arc::new(server::Service {
             ctx,
             keys,

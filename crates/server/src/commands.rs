@@ -289,7 +289,11 @@ fn get_index_item_info(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
             day_or_empty(c.last_link_day),
             0.into(),
         ];
-        row.extend(std::iter::repeat_with(e).take(13)); // Title .. RefLanguageTotalPages
+        // Title, RedirectTo, then page and referring-page languages: not known.
+        row.extend(std::iter::repeat_with(e).take(6));
+        row.push((-1).into()); // LanguageTotalPages
+        row.extend(std::iter::repeat_with(e).take(4));
+        row.push((-1).into()); // RefLanguageTotalPages
         row.push(c.crawled_urls.into());
         row.push(e());
         row.extend([
@@ -314,8 +318,7 @@ fn get_index_item_info(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
             i64::from(m.trust_flow).into(),
         ]);
         row.extend(topic_values(&m.topics, topics));
-        debug_assert_eq!(row.len(), t.columns.len());
-        t.rows.push(row);
+        t.push(row);
     }
     let mut reply = Reply::ok();
     ctx.globals(&mut reply, kind, store)?;
@@ -439,7 +442,9 @@ fn get_back_link_data(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
     t.param("OrigItem", raw);
     t.param("TotalBackLinks", total);
     t.param("TotalLines", total);
-    t.rows = rows.iter().map(backlink_row).collect();
+    for r in &rows {
+        t.push(backlink_row(r));
+    }
     let mut reply = Reply::ok();
     ctx.globals(&mut reply, kind, store)?;
     reply.tables.push(t);
@@ -487,7 +492,7 @@ fn get_ref_domains(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
     let metrics = store.metrics_many(&domains).map_err(internal)?;
     for (raw, item) in &items {
         let found = store.counters(item).map_err(internal)?.is_some();
-        request.rows.push(vec![
+        request.push(vec![
             raw.as_str().into(),
             "OK".into(),
             if found { "Found" } else { "NotFound" }.into(),
@@ -529,7 +534,7 @@ fn get_ref_domains(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
                 },
             ]);
         }
-        t.rows.push(row);
+        t.push(row);
     }
     let mut reply = Reply::ok();
     ctx.globals(&mut reply, kind, store)?;
@@ -572,7 +577,7 @@ fn get_anchor_text(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
         })
         .take(count)
     {
-        t.rows.push(vec![
+        t.push(vec![
             a.text.as_str().into(),
             a.ref_domains.into(),
             a.links.into(),
@@ -621,10 +626,13 @@ fn get_new_lost_back_links(ctx: &Context, p: &Params) -> Result<Reply, ApiError>
             .map(|c| c.to_string())
             .collect(),
     );
-    t.rows = points
-        .iter()
-        .map(|pt| vec![format_day(pt.day).into(), pt.found.into(), pt.lost.into()])
-        .collect();
+    for pt in &points {
+        t.push(vec![
+            format_day(pt.day).into(),
+            pt.found.into(),
+            pt.lost.into(),
+        ]);
+    }
     t.param("Item", raw);
     let mut reply = Reply::ok();
     ctx.globals(&mut reply, kind, store)?;
@@ -644,11 +652,9 @@ fn get_topics(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
             .map(|c| c.to_string())
             .collect(),
     );
-    t.rows = m
-        .topics
-        .iter()
-        .map(|(n, v)| vec![n.as_str().into(), i64::from(*v).into()])
-        .collect();
+    for (n, v) in &m.topics {
+        t.push(vec![n.as_str().into(), i64::from(*v).into()]);
+    }
     t.param("Item", raw);
     t.param("TotalResults", m.topics.len() as i64);
     let mut reply = Reply::ok();

@@ -77,6 +77,17 @@ impl Table {
         }
     }
 
+    /// Appends a row; it must have one value per column.
+    pub fn push(&mut self, row: Vec<Value>) {
+        assert_eq!(
+            row.len(),
+            self.columns.len(),
+            "table {}: one value per column",
+            self.name
+        );
+        self.rows.push(row);
+    }
+
     pub fn param(&mut self, k: &str, v: impl Into<Value>) {
         self.params.insert(k.to_string(), v.into());
     }
@@ -263,7 +274,7 @@ mod tests {
             vec!["Item".into(), "Count".into(), "Note".into()],
         );
         t.param("TopicsCount", 3);
-        t.rows.push(vec!["a|b".into(), 5.into(), Value::empty()]);
+        t.push(vec!["a|b".into(), 5.into(), Value::empty()]);
         r.tables.push(t);
         r
     }

@@ -1,0 +1,507 @@
+//! The API end to end: the real `linkbase serve` on a loopback port over a store built
+//! from a generated crawl and a real WARC, queried through a real HTTP client in both
+//! envelopes, compared with the recorded Majestic responses in `../shared/data`.
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+fn linkbase() -> PathBuf {
+    std::env::current_exe()
+        .unwrap()
+        .parent()
+        .and_then(Path::parent)
+        .unwrap()
+        .join("linkbase")
+}
+
+fn run(args: &[&str]) {
+    let out = Command::new(linkbase()).args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+struct Server {
+    child: Child,
+    addr: String,
+    key: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const KEY: &str = "test-key-0123456789";
+
+/// Builds a store (a generated web with flows, plus a real WARC) and starts the server.
+fn start() -> Server {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = webgen::WebSpec::demo(2_000);
+    let files = webgen::generate(
+        &webgen::WebSpec { crawls: 2, ..spec },
+        &dir.path().join("crawl"),
+        &mut |_, _| {},
+    )
+    .unwrap();
+    let data = dir.path().join("data");
+    let d = data.to_str().unwrap();
+    let mut args: Vec<String> = vec!["ingest".into(), "--data".into(), d.into()];
+    args.extend(files.files.iter().map(|p| p.display().to_string()));
+    if let Some(warc) = testdata::shared("warc/resiliparse-warcfile.warc.gz") {
+        args.push(warc.display().to_string());
+    }
+    run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let seeds = Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/demo-seeds.tsv");
+    run(&["flow", "--data", d, "--seeds", seeds.to_str().unwrap()]);
+    let keys = dir.path().join("keys.txt");
+    std::fs::write(&keys, format!("# test keys\n{KEY}\n")).unwrap();
+    let mut child = Command::new(linkbase())
+        .args([
+            "serve",
+            "--data",
+            d,
+            "--listen",
+            "127.0.0.1:0",
+            "--keys",
+            keys.to_str().unwrap(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let addr = first
+        .split("http://")
+        .nth(1)
+        .and_then(|s| s.split('/').next())
+        .expect("address line")
+        .to_string();
+    Server {
+        child,
+        addr,
+        key: KEY.into(),
+        _dir: dir,
+    }
+}
+
+impl Server {
+    fn json(&self, params: &[(&str, &str)]) -> Value {
+        let mut req =
+            ureq::get(&format!("http://{}/api/json", self.addr)).query("app_api_key", &self.key);
+        for (k, v) in params {
+            req = req.query(k, v);
+        }
+        serde_json::from_str(&req.call().unwrap().into_string().unwrap()).unwrap()
+    }
+
+    fn xml(&self, path: &str, params: &[(&str, &str)]) -> String {
+        let mut form: Vec<(&str, &str)> = vec![("app_api_key", &self.key)];
+        form.extend_from_slice(params);
+        ureq::post(&format!("http://{}{path}", self.addr))
+            .send_form(&form)
+            .unwrap()
+            .into_string()
+            .unwrap()
+    }
+
+    fn raw(&self, request: &[u8]) -> String {
+        let mut s = TcpStream::connect(&self.addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        s.write_all(request).unwrap();
+        let mut out = Vec::new();
+        let _ = s.read_to_end(&mut out);
+        String::from_utf8_lossy(&out).into_owned()
+    }
+}
+
+/// The recorded 2020 GetIndexItemInfo response of the real Majestic API.
+fn recorded_index_item_info() -> Option<Value> {
+    let yml = std::fs::read_to_string(testdata::shared(
+        "majestic-api/vcr-get_index_item_info.yml",
+    )?)
+    .unwrap();
+    let start = yml.find("string: '{").unwrap() + "string: '".len();
+    let end = yml[start..].find("}}}'").unwrap() + start + 3;
+    // A YAML folded single-quoted scalar: line breaks plus indentation are one space.
+    let mut body = String::new();
+    for (i, line) in yml[start..end].lines().enumerate() {
+        if i > 0 {
+            body.push(' ');
+        }
+        body.push_str(line.trim_start());
+    }
+    Some(serde_json::from_str(&body.replace("''", "'")).unwrap())
+}
+
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        _ => "other",
+    }
+}
+
+#[test]
+fn the_api_answers_like_majestic() {
+    let srv = start();
+    let hot = webgen::Web::new(webgen::WebSpec::demo(2_000)).hot_url();
+    let domain = hot
+        .trim_start_matches("http://www.")
+        .trim_end_matches('/')
+        .to_string();
+
+    // GetIndexItemInfo: same globals, columns (names, order) and value types as the
+    // recorded Majestic response.
+    let info = srv.json(&[
+        ("cmd", "GetIndexItemInfo"),
+        ("items", "2"),
+        ("item0", &domain),
+        ("ITEM1", &hot),
+        ("datasource", "historic"),
+    ]);
+    assert_eq!(info["Code"], "OK", "{info}");
+    if let Some(rec) = recorded_index_item_info() {
+        let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+        assert_eq!(keys(&info), keys(&rec), "top-level keys in order");
+        let ours = &info["DataTables"]["Results"]["Data"][0];
+        let theirs = &rec["DataTables"]["Results"]["Data"][0];
+        assert_eq!(keys(ours), keys(theirs), "Results columns in order");
+        for (k, v) in theirs.as_object().unwrap() {
+            let o = &ours[k];
+            assert!(
+                json_kind(o) == json_kind(v) || o == "" || v == "",
+                "column {k}: ours {o}, Majestic {v}"
+            );
+        }
+        assert_eq!(
+            info["DataTables"]["Results"]["Headers"],
+            rec["DataTables"]["Results"]["Headers"]
+        );
+        for g in ["IndexType", "QueriedRootDomains", "QueriedURLs"] {
+            assert_eq!(json_kind(&info[g]), json_kind(&rec[g]), "{g}");
+        }
+    }
+    let row = &info["DataTables"]["Results"]["Data"][0];
+    assert_eq!(row["Item"], domain.as_str());
+    assert_eq!(row["ItemType"], 1);
+    assert_eq!(info["DataTables"]["Results"]["Data"][1]["ItemType"], 3);
+    let ext = row["ExtBackLinks"].as_i64().unwrap();
+    assert!(ext > 100 && row["RefDomains"].as_i64().unwrap() > 10);
+    assert!(
+        row["TrustFlow"].as_i64().unwrap() > 0,
+        "seeded web has trust"
+    );
+    assert_eq!(info["QueriedRootDomains"], 1);
+    assert!(info["UniqueIndexID"]
+        .as_str()
+        .unwrap()
+        .ends_with("-HISTORICAL"));
+
+    // GetBackLinkData: Count, From, ordering, the XML envelope, and the same rows in both.
+    let bl = srv.json(&[
+        ("cmd", "GetBackLinkData"),
+        ("item", &domain),
+        ("Count", "20"),
+        ("From", "3"),
+    ]);
+    let table = &bl["DataTables"]["BackLinks"];
+    let rows = table["Data"].as_array().unwrap();
+    assert_eq!(rows.len(), 20);
+    assert_eq!(table["Headers"]["TotalBackLinks"].as_i64().unwrap(), ext);
+    let tfs: Vec<i64> = rows
+        .iter()
+        .map(|r| r["SourceTrustFlow"].as_i64().unwrap())
+        .collect();
+    assert!(tfs.windows(2).all(|w| w[0] >= w[1]), "{tfs:?}");
+    assert_eq!(rows[0]["FlagDeleted"].as_i64().map(|f| f <= 1), Some(true));
+    let all = srv.json(&[
+        ("cmd", "GetBackLinkData"),
+        ("item", &domain),
+        ("Count", "23"),
+    ]);
+    assert_eq!(
+        &all["DataTables"]["BackLinks"]["Data"].as_array().unwrap()[3..],
+        rows.as_slice()
+    );
+    let xml = srv.xml(
+        "/api_command",
+        &[
+            ("cmd", "GetBackLinkData"),
+            ("item", &domain),
+            ("Count", "20"),
+            ("From", "3"),
+        ],
+    );
+    assert!(xml.starts_with("<?xml version=\"1.0\" encoding=\"utf-8\"?>"));
+    assert!(
+        xml.contains(
+            "<DataTable Name=\"BackLinks\" RowsCount=\"20\" Headers=\"SourceURL|ACRank|AnchorText|"
+        ),
+        "{}",
+        &xml[..400]
+    );
+    assert_eq!(xml.matches("<Row>").count(), 20);
+    let first_source = rows[0]["SourceURL"].as_str().unwrap();
+    assert!(xml.contains(&format!("<Row>{}|", first_source.replace('&', "&amp;"))));
+
+    let one = srv.json(&[
+        ("cmd", "GetBackLinkData"),
+        ("item", &domain),
+        ("Count", "100"),
+        ("MaxSourceURLsPerRefDomain", "1"),
+        ("Mode", "1"),
+    ]);
+    let rows = one["DataTables"]["BackLinks"]["Data"].as_array().unwrap();
+    let mut domains: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            let host = linkstore::host_of(r["SourceURL"].as_str().unwrap());
+            linkstore::root_domain(host).unwrap().to_string()
+        })
+        .collect();
+    let n = domains.len();
+    domains.sort();
+    domains.dedup();
+    assert_eq!(domains.len(), n, "one link per referring domain");
+    assert!(rows.iter().all(|r| r["FlagDeleted"] == 0));
+
+    // GetRefDomains, GetAnchorText, GetNewLostBackLinks, GetTopics.
+    let rd = srv.json(&[
+        ("cmd", "GetRefDomains"),
+        ("item0", &domain),
+        ("item1", &hot),
+        ("Count", "5"),
+    ]);
+    let res = rd["DataTables"]["Results"]["Data"].as_array().unwrap();
+    assert_eq!(res.len(), 5);
+    assert!(res
+        .windows(2)
+        .all(|w| w[0]["Matches"].as_i64() >= w[1]["Matches"].as_i64()));
+    assert_eq!(
+        rd["DataTables"]["Request"]["Data"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    assert!(res[0]["ExtBackLinks_0"].as_i64() >= res[0]["ExtBackLinks_1"].as_i64());
+    let an = srv.json(&[("cmd", "GetAnchorText"), ("item", &domain), ("Count", "5")]);
+    assert_eq!(
+        an["DataTables"]["AnchorText"]["Data"]
+            .as_array()
+            .unwrap()
+            .len(),
+        5
+    );
+    let nl = srv.json(&[
+        ("cmd", "GetNewLostBackLinks"),
+        ("item", &domain),
+        ("datefrom", "2025-01-01"),
+        ("dateto", "2025-12-31"),
+    ]);
+    let days = nl["DataTables"]["NewLostBackLinks"]["Data"]
+        .as_array()
+        .unwrap();
+    let found: i64 = days.iter().map(|d| d["NewLinks"].as_i64().unwrap()).sum();
+    assert_eq!(found, ext, "every link was found in the range");
+    let nl2 = srv.json(&[
+        ("cmd", "GetNewLostBackLinks"),
+        ("item", &domain),
+        ("From", "2025-01-01"),
+        ("To", "2025-01-01"),
+    ]);
+    assert_eq!(
+        nl2["DataTables"]["NewLostBackLinks"]["Data"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    let tp = srv.json(&[("cmd", "GetTopics"), ("Item", &hot)]);
+    assert!(!tp["DataTables"]["Topics"]["Data"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+
+    // The real WARC's links are served too.
+    let cc = srv.json(&[
+        ("cmd", "GetIndexItemInfo"),
+        ("items", "1"),
+        ("item0", "commoncrawl.org"),
+    ]);
+    assert_eq!(cc["Code"], "OK");
+}
+
+fn code(v: &Value) -> &str {
+    v["Code"].as_str().unwrap()
+}
+
+#[test]
+fn errors_keep_the_envelope() {
+    let srv = start();
+    let cases: Vec<(Vec<(&str, &str)>, &str)> = vec![
+        (vec![("cmd", "GetEverything")], "FailedRequestViaAPI"),
+        (vec![("cmd", "GetBackLinkData")], "MissingParameter"),
+        (
+            vec![
+                ("cmd", "GetBackLinkData"),
+                ("item", "a.com"),
+                ("Count", "50001"),
+            ],
+            "CountTooLarge",
+        ),
+        (
+            vec![
+                ("cmd", "GetBackLinkData"),
+                ("item", "a.com"),
+                ("Count", "ten"),
+            ],
+            "InvalidParameter",
+        ),
+        (
+            vec![
+                ("cmd", "GetIndexItemInfo"),
+                ("items", "101"),
+                ("item0", "a.com"),
+            ],
+            "TooManyItems",
+        ),
+        (
+            vec![
+                ("cmd", "GetNewLostBackLinks"),
+                ("item", "a.com"),
+                ("datefrom", "2025-02-30"),
+            ],
+            "InvalidDate",
+        ),
+        (
+            vec![
+                ("cmd", "GetTopics"),
+                ("item", "a.com"),
+                ("datasource", "weekly"),
+            ],
+            "InvalidDataSource",
+        ),
+        (
+            vec![("cmd", "GetTopics"), ("item", "not a host!")],
+            "InvalidItem",
+        ),
+    ];
+    for (params, expected) in cases {
+        let r = srv.json(&params);
+        assert_eq!(code(&r), expected, "{params:?}: {r}");
+        assert!(!r["ErrorMessage"].as_str().unwrap().is_empty());
+        assert!(r.get("DataTables").is_none());
+    }
+    let count = srv.json(&[
+        ("cmd", "GetBackLinkData"),
+        ("item", "a.com"),
+        ("Count", "50001"),
+    ]);
+    assert!(count["ErrorMessage"]
+        .as_str()
+        .unwrap()
+        .contains("DownloadBackLinks"));
+
+    // Keys: missing, wrong.
+    let no_key: Value = serde_json::from_str(
+        &ureq::get(&format!(
+            "http://{}/api/json?cmd=GetTopics&item=a.com",
+            srv.addr
+        ))
+        .call()
+        .unwrap()
+        .into_string()
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(code(&no_key), "FailedRequestViaAPI");
+    let bad_key = ureq::get(&format!(
+        "http://{}/api/xml?app_api_key=nope&cmd=GetTopics&item=a.com",
+        srv.addr
+    ))
+    .call()
+    .unwrap();
+    assert_eq!(bad_key.status(), 200);
+    let body = bad_key.into_string().unwrap();
+    assert!(
+        body.contains("Code=\"FailedRequestViaAPI\"") && body.contains("<GlobalVars/>"),
+        "{body}"
+    );
+    let token = ureq::get(&format!(
+        "http://{}/api/json?authentication_token={KEY}&cmd=GetTopics&item=a.com",
+        srv.addr
+    ))
+    .call()
+    .unwrap()
+    .into_string()
+    .unwrap();
+    assert!(token.starts_with("{\"Code\":\"OK\""), "{token}");
+
+    // Malformed form encoding, an oversized body, a stalled body.
+    let r = srv.raw(format!("GET /api/json?app_api_key={KEY}&cmd=GetTopics&item=%zz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes());
+    assert!(r.contains("\"Code\":\"MalformedRequest\""), "{r}");
+    let big = format!(
+        "app_api_key={KEY}&cmd=GetTopics&item=a.com&pad={}",
+        "x".repeat(100_000)
+    );
+    let r = srv.raw(format!("POST /api/json HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{big}", big.len()).as_bytes());
+    assert!(
+        r.contains("\"Code\":\"RequestTooLarge\""),
+        "{}",
+        &r[..r.len().min(300)]
+    );
+}
+
+#[test]
+fn http_details_clients_rely_on() {
+    let srv = start();
+    // Absolute-form request target, as sent through a proxy; two requests on one
+    // keep-alive connection.
+    let req = format!("GET http://{a}/api/json?APP_API_KEY={KEY}&CMD=GetTopics&ITEM=a.com HTTP/1.1\r\nHost: {a}\r\n\r\nGET /api_command?app_api_key={KEY}&cmd=GetTopics&item=a.com HTTP/1.1\r\nHost: {a}\r\nConnection: close\r\n\r\n", a = srv.addr);
+    let r = srv.raw(req.as_bytes());
+    assert_eq!(r.matches("HTTP/1.1 200 OK").count(), 2, "{r}");
+    assert!(r.contains("{\"Code\":\"OK\"") && r.contains("<Result Code=\"OK\""));
+    // Unknown parameters are ignored; POST and GET give the same answer.
+    let get = srv.json(&[("cmd", "GetTopics"), ("item", "a.com"), ("whatever", "1")]);
+    let post: Value = serde_json::from_str(
+        &ureq::post(&format!("http://{}/api/json", srv.addr))
+            .send_form(&[
+                ("app_api_key", KEY),
+                ("cmd", "GetTopics"),
+                ("item", "a.com"),
+            ])
+            .unwrap()
+            .into_string()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(get, post);
+    // A client that sends half a request line and stalls is cut off.
+    let mut s = TcpStream::connect(&srv.addr).unwrap();
+    s.write_all(b"GET /api/json?cmd=").unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let started = std::time::Instant::now();
+    let mut buf = Vec::new();
+    let _ = s.read_to_end(&mut buf);
+    assert!(
+        started.elapsed() < Duration::from_secs(25),
+        "stalled client dropped by the header timeout"
+    );
+    // Other paths are not the API.
+    let r = srv.raw(b"GET /nothing HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert!(r.starts_with("HTTP/1.1 404"));
+}
