@@ -278,7 +278,37 @@ fn the_api_answers_like_majestic() {
     assert_eq!(domains.len(), n, "one link per referring domain");
     assert!(rows.iter().all(|r| r["FlagDeleted"] == 0));
 
-    // GetRefDomains, GetAnchorText, GetNewLostBackLinks, GetTopics.
+    // DomainsInfo joins rows by DomainID.
+    let di = srv.json(&[
+        ("cmd", "GetBackLinkData"),
+        ("item", &domain),
+        ("Count", "10"),
+        ("ShowDomainInfo", "1"),
+    ]);
+    let info_rows = di["DataTables"]["DomainsInfo"]["Data"].as_array().unwrap();
+    for r in di["DataTables"]["BackLinks"]["Data"].as_array().unwrap() {
+        let id = r["DomainID"].as_i64().unwrap();
+        let d = info_rows
+            .iter()
+            .find(|d| d["DomainID"].as_i64() == Some(id))
+            .expect("joined");
+        let host = linkstore::host_of(r["SourceURL"].as_str().unwrap());
+        assert_eq!(d["Domain"].as_str(), linkstore::root_domain(host));
+    }
+    // FilterTopic: every row's source carries the topic.
+    let ft = srv.json(&[
+        ("cmd", "GetBackLinkData"),
+        ("item", &domain),
+        ("Count", "10"),
+        ("FilterTopic", "News"),
+    ]);
+    let ft_rows = ft["DataTables"]["BackLinks"]["Data"].as_array().unwrap();
+    assert!(!ft_rows.is_empty());
+    assert!(ft_rows
+        .iter()
+        .all(|r| (0..3).any(|i| r[format!("SourceTopicalTrustFlow_Topic_{i}")] == "News")));
+
+    // GetRefDomains: several items compared, per-item columns named after the item.
     let rd = srv.json(&[
         ("cmd", "GetRefDomains"),
         ("item0", &domain),
@@ -287,9 +317,10 @@ fn the_api_answers_like_majestic() {
     ]);
     let res = rd["DataTables"]["Results"]["Data"].as_array().unwrap();
     assert_eq!(res.len(), 5);
-    assert!(res
-        .windows(2)
-        .all(|w| w[0]["Matches"].as_i64() >= w[1]["Matches"].as_i64()));
+    assert!(res.windows(2).all(
+        |w| (w[0]["Matches"].as_i64(), w[0]["MatchedLinks"].as_i64())
+            >= (w[1]["Matches"].as_i64(), w[1]["MatchedLinks"].as_i64())
+    ));
     assert_eq!(
         rd["DataTables"]["Request"]["Data"]
             .as_array()
@@ -297,15 +328,79 @@ fn the_api_answers_like_majestic() {
             .len(),
         2
     );
-    assert!(res[0]["ExtBackLinks_0"].as_i64() >= res[0]["ExtBackLinks_1"].as_i64());
-    let an = srv.json(&[("cmd", "GetAnchorText"), ("item", &domain), ("Count", "5")]);
+    let d0 = format!("BackLinks_{domain}");
+    let d1 = format!("BackLinks_{hot}");
+    assert!(
+        res[0][&d0].as_i64() >= res[0][&d1].as_i64(),
+        "the domain contains the page"
+    );
+    assert_eq!(res[0]["Matches"], 2);
     assert_eq!(
-        an["DataTables"]["AnchorText"]["Data"]
+        rd["DataTables"]["Results"]["Headers"]["ColumnsPerRequestedDomain"],
+        3
+    );
+    let by_tf = srv.json(&[
+        ("cmd", "GetRefDomains"),
+        ("item0", &domain),
+        ("Count", "20"),
+        ("OrderBy1", "13"),
+        ("OrderDir1", "1"),
+    ]);
+    let tfs: Vec<i64> = by_tf["DataTables"]["Results"]["Data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["TrustFlow"].as_i64().unwrap())
+        .collect();
+    assert!(tfs.windows(2).all(|w| w[0] >= w[1]), "{tfs:?}");
+
+    // GetAnchorText: aggregated, filtered, and drilled into.
+    let an = srv.json(&[("cmd", "GetAnchorText"), ("item", &domain), ("Count", "5")]);
+    let anchors = an["DataTables"]["AnchorText"]["Data"].as_array().unwrap();
+    assert_eq!(anchors.len(), 5);
+    assert!(anchors[0]["EstimatedLinkTrustFlow"].is_string());
+    let top = anchors[0]["AnchorText"].as_str().unwrap().to_string();
+    let exact = srv.json(&[
+        ("cmd", "GetAnchorText"),
+        ("item", &domain),
+        ("FilterAnchorText", &top),
+        ("FilterAnchorTextMode", "1"),
+    ]);
+    assert_eq!(
+        exact["DataTables"]["AnchorText"]["Data"]
             .as_array()
             .unwrap()
             .len(),
-        5
+        1
     );
+    let drill = srv.json(&[
+        ("cmd", "GetAnchorText"),
+        ("item", &domain),
+        ("FilterAnchorText", &top),
+        ("Mode", "2"),
+        ("Count", "1000"),
+    ]);
+    let drilled = drill["DataTables"]["BackLinks"]["Data"].as_array().unwrap();
+    assert_eq!(drilled.len(), 1000, "Count caps the rows");
+    assert_eq!(
+        drill["DataTables"]["BackLinks"]["Headers"]["TotalResults"],
+        anchors[0]["TotalLinks"]
+    );
+    assert!(drilled
+        .iter()
+        .all(|r| r["AnchorText"].as_str().unwrap().to_lowercase() == top));
+
+    // GetTopics and GetSubscriptionInfo.
+    let tp = srv.json(&[("cmd", "GetTopics"), ("Item", &hot)]);
+    let topics = tp["DataTables"]["Topics"]["Data"].as_array().unwrap();
+    assert!(!topics.is_empty());
+    assert!(topics[0]["TopicalTrustFlow"].as_i64().unwrap() > 0);
+    let sub = srv.json(&[("cmd", "GetSubscriptionInfo")]);
+    let idx = sub["DataTables"]["IndexInfo"]["Data"].as_array().unwrap();
+    assert_eq!(idx.len(), 2);
+    assert!(idx[0]["CrawledURLs"].as_i64().unwrap() > 0);
+    assert_eq!(idx[1]["IndexName"], "fresh");
+
     let nl = srv.json(&[
         ("cmd", "GetNewLostBackLinks"),
         ("item", &domain),

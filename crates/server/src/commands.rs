@@ -122,6 +122,7 @@ pub fn execute(ctx: &Context, cmd: &str, p: &Params) -> Result<Reply, ApiError> 
         "getanchortext" => get_anchor_text(ctx, p),
         "getnewlostbacklinks" => get_new_lost_back_links(ctx, p),
         "gettopics" => get_topics(ctx, p),
+        "getsubscriptioninfo" => get_subscription_info(ctx, p),
         _ => Err(ApiError::new(
             "FailedRequestViaAPI",
             format!("The command '{cmd}' is not in the list of supported commands."),
@@ -330,11 +331,19 @@ fn get_index_item_info(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
     Ok(reply)
 }
 
+/// GetBackLinkData columns, in the current JSON order; topic pairs follow where marked.
 const BACKLINK_COLUMNS: &[&str] = &[
     "SourceURL",
     "ACRank",
     "AnchorText",
     "Date",
+    "SourceTitle",
+    "SourceOutDomainsExternal",
+    "SourceOutLinksExternal",
+    "SourceOutLinksInternal",
+    "SourceLanguage",
+    "SourceLanguageDesc",
+    "SourceLanguageConfidence",
     "FlagRedirect",
     "FlagFrame",
     "FlagNoFollow",
@@ -343,6 +352,13 @@ const BACKLINK_COLUMNS: &[&str] = &[
     "FlagAltText",
     "FlagMention",
     "TargetURL",
+    "IndirectTargetURL",
+    "IndirectTargetType",
+    "TargetTitle",
+    "TargetLanguage",
+    "TargetLanguageDesc",
+    "TargetLanguageConfidence",
+    "LinksAvailableForRootDomain",
     "DomainID",
     "FirstIndexedDate",
     "LastSeenDate",
@@ -352,17 +368,41 @@ const BACKLINK_COLUMNS: &[&str] = &[
     "LinkSubType",
     "TargetCitationFlow",
     "TargetTrustFlow",
-    "SourceCitationFlow",
-    "SourceTrustFlow",
 ];
+const TARGET_TOPICS: usize = 1;
+const SOURCE_TOPICS: usize = 3;
 
-fn backlink_row(r: &LinkRecord) -> Vec<Value> {
+fn backlink_columns() -> Vec<String> {
+    let mut cols: Vec<String> = BACKLINK_COLUMNS.iter().map(|c| c.to_string()).collect();
+    cols.extend(topic_columns("TargetTopicalTrustFlow", TARGET_TOPICS));
+    cols.push("SourceCitationFlow".into());
+    cols.push("SourceTrustFlow".into());
+    cols.extend(topic_columns("SourceTopicalTrustFlow", SOURCE_TOPICS));
+    cols
+}
+
+/// One BackLinks row. `domain_id` joins the DomainsInfo table (-1 without it).
+fn backlink_row(
+    r: &LinkRecord,
+    source: &linkstore::Counters,
+    source_topics: &[(String, u8)],
+    target_topics: &[(String, u8)],
+    domain_id: i64,
+) -> Vec<Value> {
     let flag = |b: bool| Value::Int(i64::from(b));
-    vec![
+    let e = Value::empty;
+    let mut row: Vec<Value> = vec![
         r.source_url.as_str().into(),
         (-1).into(),
         r.anchor_text.as_str().into(),
         format_day(r.last_seen).into(),
+        e(),
+        source.out_domains_external.into(),
+        source.out_links_external.into(),
+        source.out_links_internal.into(),
+        e(),
+        e(),
+        e(),
         flag(r.kind == linkstore::LinkKind::Redirect),
         flag(r.kind == linkstore::LinkKind::Frame),
         flag(r.is_nofollow()),
@@ -371,27 +411,42 @@ fn backlink_row(r: &LinkRecord) -> Vec<Value> {
         0.into(),
         0.into(),
         r.target_url.as_str().into(),
-        (-1).into(),
+        e(),
+        e(),
+        e(),
+        e(),
+        e(),
+        e(),
+        e(),
+        domain_id.into(),
         format_day(r.first_seen).into(),
         format_day(r.last_seen).into(),
         if r.date_lost > 0 {
             format_day(r.date_lost).into()
         } else {
-            Value::empty()
+            e()
         },
         r.lost_reason.as_str().into(),
         r.kind.link_type().into(),
         format!("{}_Normal", r.kind.link_type()).into(),
         i64::from(r.target_flow.citation_flow).into(),
         i64::from(r.target_flow.trust_flow).into(),
-        i64::from(r.source_flow.citation_flow).into(),
-        i64::from(r.source_flow.trust_flow).into(),
-    ]
+    ];
+    row.extend(topic_values(target_topics, TARGET_TOPICS));
+    row.push(i64::from(r.source_flow.citation_flow).into());
+    row.push(i64::from(r.source_flow.trust_flow).into());
+    row.extend(topic_values(source_topics, SOURCE_TOPICS));
+    row
 }
 
 fn cap(p: &Params, name: &str) -> Result<Option<usize>, ApiError> {
     let v = p.int(name, -1)?;
     Ok((v >= 0).then_some(v as usize))
+}
+
+fn domain_of(url: &str) -> String {
+    let host = linkstore::host_of(url);
+    linkstore::root_domain(host).unwrap_or(host).to_string()
 }
 
 fn get_back_link_data(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
@@ -412,9 +467,22 @@ fn get_back_link_data(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
             "Count and From must not be negative",
         ));
     }
+    let filter_topic = p
+        .get("FilterTopic")
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(str::to_string);
     let q = BacklinkQuery {
-        from: from as usize,
-        count: count as usize,
+        from: if filter_topic.is_some() {
+            0
+        } else {
+            from as usize
+        },
+        count: if filter_topic.is_some() {
+            MAX_BACKLINK_COUNT
+        } else {
+            count as usize
+        },
         exclude_deleted: p.int("Mode", 0)? == 1,
         max_per_ref_domain: cap(p, "MaxSourceURLsPerRefDomain")?,
         max_per_source_url: cap(p, "MaxSameSourceURLs")?,
@@ -424,123 +492,402 @@ fn get_back_link_data(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
             .filter(|d| !d.is_empty())
             .map(str::to_string),
     };
-    let rows = store.backlinks(&item, &q).map_err(internal)?;
+    let mut rows = store.backlinks(&item, &q).map_err(internal)?;
+    // Source and target metrics in two batched reads.
+    let sources: Vec<Item> = rows
+        .iter()
+        .map(|r| Item::url(r.source_url.clone()))
+        .collect();
+    let mut source_metrics = store.metrics_many(&sources).map_err(internal)?;
+    if let Some(topic) = &filter_topic {
+        // FilterTopic: only links whose source page has the topic.
+        let keep: Vec<bool> = source_metrics
+            .iter()
+            .map(|m| {
+                m.as_ref()
+                    .is_some_and(|m| m.topics.iter().any(|(t, _)| t == topic))
+            })
+            .collect();
+        let mut it = keep.iter();
+        rows.retain(|_| *it.next().expect("one flag per row"));
+        let mut it = keep.iter();
+        source_metrics.retain(|_| *it.next().expect("one flag per row"));
+        let start = (from as usize).min(rows.len());
+        let end = (start + count as usize).min(rows.len());
+        rows = rows[start..end].to_vec();
+        source_metrics = source_metrics[start..end].to_vec();
+    }
+    let sources: Vec<Item> = rows
+        .iter()
+        .map(|r| Item::url(r.source_url.clone()))
+        .collect();
+    let source_counters = store.counters_many(&sources).map_err(internal)?;
+    let targets: Vec<Item> = rows
+        .iter()
+        .map(|r| Item::url(r.target_url.clone()))
+        .collect();
+    let target_metrics = store.metrics_many(&targets).map_err(internal)?;
+    let show_domains = p.int("ShowDomainInfo", 0)? == 1;
+    let mut domain_ids: std::collections::BTreeMap<String, i64> = Default::default();
     let total = store
         .counters(&item)
         .map_err(internal)?
         .unwrap_or_default()
         .ext_backlinks;
-    let mut t = Table::new(
-        "BackLinks",
-        BACKLINK_COLUMNS.iter().map(|c| c.to_string()).collect(),
-    );
+    let mut t = Table::new("BackLinks", backlink_columns());
+    for (i, r) in rows.iter().enumerate() {
+        let domain_id = if show_domains {
+            let next = domain_ids.len() as i64;
+            *domain_ids.entry(domain_of(&r.source_url)).or_insert(next)
+        } else {
+            -1
+        };
+        let st = source_metrics[i]
+            .as_ref()
+            .map_or(&[][..], |m| &m.topics[..]);
+        let tt = target_metrics[i]
+            .as_ref()
+            .map_or(&[][..], |m| &m.topics[..]);
+        t.push(backlink_row(
+            r,
+            &source_counters[i].unwrap_or_default(),
+            st,
+            tt,
+            domain_id,
+        ));
+    }
     t.param("AvailableLines", total);
+    t.param("BackLinkItem", raw);
+    t.param("BackLinkType", item.level.name());
     t.param("Count", rows.len() as i64);
     t.param("From", from);
     t.param("Item", raw);
     t.param("ItemType", item.level.name());
+    t.param("MaxRefDomainTopics", 10);
+    t.param("MaxSourceTopics", 10);
+    t.param("MaxTargetTopics", 10);
     t.param("OrigItem", raw);
+    t.param("RefDomainTopicsCount", 0);
+    t.param("SourceTopicsCount", SOURCE_TOPICS as i64);
+    t.param("TargetTopicsCount", TARGET_TOPICS as i64);
     t.param("TotalBackLinks", total);
     t.param("TotalLines", total);
-    for r in &rows {
-        t.push(backlink_row(r));
-    }
+    t.param("TotalMatches", total);
     let mut reply = Reply::ok();
     ctx.globals(&mut reply, kind, store)?;
     reply.tables.push(t);
+    if show_domains {
+        reply.tables.push(domains_info(store, &domain_ids)?);
+    }
     Ok(reply)
+}
+
+/// The `DomainsInfo` table of GetBackLinkData with `ShowDomainInfo=1`.
+fn domains_info(
+    store: &Store,
+    ids: &std::collections::BTreeMap<String, i64>,
+) -> Result<Table, ApiError> {
+    let cols = [
+        "DomainID",
+        "Domain",
+        "AlexaRank",
+        "RefDomains",
+        "ExtBackLinks",
+        "IndexedURLs",
+        "CrawledURLs",
+        "FirstCrawled",
+        "LastSuccessfulCrawl",
+        "IP",
+        "SubNet",
+        "CountryCode",
+        "TLD",
+        "CitationFlow",
+        "TrustFlow",
+    ];
+    let mut t = Table::new("DomainsInfo", cols.iter().map(|c| c.to_string()).collect());
+    let mut by_id: Vec<(&i64, &String)> = ids.iter().map(|(d, i)| (i, d)).collect();
+    by_id.sort();
+    let items: Vec<Item> = by_id
+        .iter()
+        .map(|(_, d)| Item::domain((*d).clone()))
+        .collect();
+    let counters = store.counters_many(&items).map_err(internal)?;
+    let metrics = store.metrics_many(&items).map_err(internal)?;
+    for (((id, domain), c), m) in by_id.iter().zip(&counters).zip(&metrics) {
+        let c = c.unwrap_or_default();
+        let m = m.clone().unwrap_or_default();
+        let tld = psl_suffix(domain);
+        t.push(vec![
+            (**id).into(),
+            domain.as_str().into(),
+            (-1).into(),
+            c.ref_domains.into(),
+            c.ext_backlinks.into(),
+            c.indexed_urls.into(),
+            c.crawled_urls.into(),
+            Value::empty(),
+            day_or_empty(c.last_crawl_day),
+            Value::empty(),
+            Value::empty(),
+            Value::empty(),
+            tld.into(),
+            i64::from(m.citation_flow).into(),
+            i64::from(m.trust_flow).into(),
+        ]);
+    }
+    Ok(t)
+}
+
+fn psl_suffix(domain: &str) -> String {
+    domain
+        .split_once('.')
+        .map_or(domain, |(_, s)| s)
+        .to_string()
+}
+
+/// GetRefDomains `OrderBy` keys this server can sort by, with the column they use.
+fn ref_domain_sort_key(code: i64) -> Option<&'static str> {
+    Some(match code {
+        0 => "Matches",
+        2 => "RefDomains",
+        3 => "ExtBackLinks",
+        4 => "IndexedURLs",
+        5 => "CrawledURLs",
+        11 => "MatchedLinks",
+        12 => "CitationFlow",
+        13 => "TrustFlow",
+        _ => return None,
+    })
 }
 
 fn get_ref_domains(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
     let (kind, store) = ctx.index(p)?;
-    let items = items(p)?;
+    let mut items = match items(p) {
+        Ok(i) => i,
+        // Some clients send `item` for the single-item form.
+        Err(_) if p.get("item").is_some() => {
+            let raw = p.required("item")?;
+            vec![(raw.to_string(), parse_item(raw, "item")?)]
+        }
+        Err(e) => return Err(e),
+    };
+    items.truncate(MAX_ITEMS);
     let count = p.int("Count", 100)?.clamp(0, MAX_BACKLINK_COUNT as i64) as usize;
     let from = p.int("From", 0)?.max(0) as usize;
+    let depth = p.int("AnalysisDepth", 1000)?.clamp(1, 100_000) as usize;
+
     let mut request = Table::new(
         "Request",
-        vec!["Item".into(), "ResultCode".into(), "Status".into()],
+        [
+            "ID",
+            "OriginalRequest",
+            "UsedRootDomain",
+            "TotalRefDomains",
+            "PrefixScanMode",
+        ]
+        .iter()
+        .map(|c| c.to_string())
+        .collect(),
     );
-    let mut cols = vec![
-        "Position".to_string(),
-        "Domain".to_string(),
-        "RefDomains".to_string(),
-        "AlexaRank".to_string(),
-        "Matches".to_string(),
-        "CitationFlow".to_string(),
-        "TrustFlow".to_string(),
-    ];
-    for i in 0..items.len() {
-        for c in [
-            "ExtBackLinks",
-            "DeletedLinks",
-            "NoFollowLinks",
-            "FirstSeen",
-            "LastSeen",
-        ] {
-            cols.push(format!("{c}_{i}"));
+    // Candidates: the top `depth` referring domains of every item.
+    let mut candidates: std::collections::BTreeMap<String, ()> = Default::default();
+    for (i, (raw, item)) in items.iter().enumerate() {
+        let c = store.counters(item).map_err(internal)?.unwrap_or_default();
+        request.push(vec![
+            (i as i64).into(),
+            raw.as_str().into(),
+            domain_of(&format!("http://{}/", linkstore::host_of(&item.name))).into(),
+            c.ref_domains.into(),
+            0.into(),
+        ]);
+        for d in store.ref_domains(item, 0, depth).map_err(internal)? {
+            candidates.insert(d.domain, ());
         }
     }
-    let mut t = Table::new("Results", cols);
-    // Ranked by the first item; the others are compared on the same domains.
-    let first = store
-        .ref_domains(&items[0].1, from, count)
-        .map_err(internal)?;
-    let domains: Vec<Item> = first
-        .iter()
-        .map(|d| Item::domain(d.domain.clone()))
-        .collect();
+    let domains: Vec<Item> = candidates.keys().map(|d| Item::domain(d.clone())).collect();
+    let counters = store.counters_many(&domains).map_err(internal)?;
     let metrics = store.metrics_many(&domains).map_err(internal)?;
-    for (raw, item) in &items {
-        let found = store.counters(item).map_err(internal)?.is_some();
-        request.push(vec![
-            raw.as_str().into(),
-            "OK".into(),
-            if found { "Found" } else { "NotFound" }.into(),
-        ]);
+    struct Row {
+        domain: String,
+        per_item: Vec<linkstore::RefDomain>,
+        counters: linkstore::Counters,
+        metrics: linkstore::ItemMetrics,
     }
-    for (pos, (d, m)) in first.iter().zip(&metrics).enumerate() {
-        let m = m.clone().unwrap_or_default();
-        let c = store
-            .counters(&Item::domain(d.domain.clone()))
-            .map_err(internal)?
-            .unwrap_or_default();
+    let mut rows = Vec::with_capacity(domains.len());
+    for ((d, c), m) in domains.iter().zip(counters).zip(metrics) {
+        let mut per_item = Vec::with_capacity(items.len());
+        for (_, item) in &items {
+            per_item.push(
+                store
+                    .ref_domain(item, &d.name)
+                    .map_err(internal)?
+                    .unwrap_or_default(),
+            );
+        }
+        rows.push(Row {
+            domain: d.name.clone(),
+            per_item,
+            counters: c.unwrap_or_default(),
+            metrics: m.unwrap_or_default(),
+        });
+    }
+    let key = |r: &Row, col: &str| -> i64 {
+        match col {
+            "Matches" => r.per_item.iter().filter(|a| a.links > 0).count() as i64,
+            "MatchedLinks" => r.per_item.iter().map(|a| a.links).sum(),
+            "RefDomains" => r.counters.ref_domains,
+            "ExtBackLinks" => r.counters.ext_backlinks,
+            "IndexedURLs" => r.counters.indexed_urls,
+            "CrawledURLs" => r.counters.crawled_urls,
+            "CitationFlow" => i64::from(r.metrics.citation_flow),
+            _ => i64::from(r.metrics.trust_flow),
+        }
+    };
+    let mut order = Vec::new();
+    for n in 1..=2 {
+        if let Some(code) = p.get(&format!("OrderBy{n}")) {
+            let code: i64 = code.trim().parse().map_err(|_| {
+                ApiError::new("InvalidParameter", format!("OrderBy{n} must be a number"))
+            })?;
+            let col = ref_domain_sort_key(code).ok_or_else(|| {
+                ApiError::new(
+                    "InvalidParameter",
+                    format!("OrderBy{n}={code} is not a supported sort key"),
+                )
+            })?;
+            order.push((col, p.int(&format!("OrderDir{n}"), 1)? != 0));
+        }
+    }
+    if order.is_empty() {
+        order = vec![("Matches", true), ("MatchedLinks", true)];
+    }
+    rows.sort_by(|a, b| {
+        for (col, desc) in &order {
+            let (x, y) = (key(a, col), key(b, col));
+            let o = if *desc { y.cmp(&x) } else { x.cmp(&y) };
+            if o.is_ne() {
+                return o;
+            }
+        }
+        a.domain.cmp(&b.domain)
+    });
+    let global_cols = [
+        "Position",
+        "Domain",
+        "RefDomains",
+        "AlexaRank",
+        "Matches",
+        "MatchedLinks",
+        "ExtBackLinks",
+        "IndexedURLs",
+        "CrawledURLs",
+        "FirstCrawled",
+        "LastSuccessfulCrawl",
+        "IP",
+        "SubNet",
+        "CountryCode",
+        "TLD",
+        "CitationFlow",
+        "TrustFlow",
+        "Title",
+        "OutDomainsExternal",
+        "OutLinksExternal",
+        "OutLinksInternal",
+        "OutLinksPages",
+        "Language",
+        "LanguageDesc",
+        "LanguageConfidence",
+        "LanguagePageRatios",
+        "LanguageTotalPages",
+        "LinkSaturation",
+    ];
+    let mut cols: Vec<String> = global_cols.iter().map(|c| c.to_string()).collect();
+    cols.extend(topic_columns("TopicalTrustFlow", 10));
+    let global_width = cols.len();
+    for (raw, _) in &items {
+        cols.push(format!("BackLinks_{raw}"));
+        cols.push(format!("FirstLinkDate_{raw}"));
+        cols.push(format!("LastLinkDate_{raw}"));
+    }
+    let mut t = Table::new("Results", cols);
+    let total = rows.len();
+    for (pos, r) in rows.iter().enumerate().skip(from).take(count) {
+        let c = &r.counters;
+        let e = Value::empty;
         let mut row: Vec<Value> = vec![
-            ((from + pos) as i64).into(),
-            d.domain.as_str().into(),
+            (pos as i64 + 1).into(),
+            r.domain.as_str().into(),
             c.ref_domains.into(),
             (-1).into(),
-            d.links.into(),
-            i64::from(m.citation_flow).into(),
-            i64::from(m.trust_flow).into(),
+            key(r, "Matches").into(),
+            key(r, "MatchedLinks").into(),
+            c.ext_backlinks.into(),
+            c.indexed_urls.into(),
+            c.crawled_urls.into(),
+            e(),
+            day_or_empty(c.last_crawl_day),
+            e(),
+            e(),
+            e(),
+            psl_suffix(&r.domain).into(),
+            i64::from(r.metrics.citation_flow).into(),
+            i64::from(r.metrics.trust_flow).into(),
+            e(),
+            c.out_domains_external.into(),
+            c.out_links_external.into(),
+            c.out_links_internal.into(),
+            c.crawled_urls.into(),
+            e(),
+            e(),
+            e(),
+            e(),
+            (-1).into(),
+            e(),
         ];
-        for (_, item) in &items {
-            let agg = store
-                .ref_domain(item, &d.domain)
-                .map_err(internal)?
-                .unwrap_or_default();
-            row.extend([
-                agg.links.into(),
-                agg.deleted_links.into(),
-                agg.nofollow_links.into(),
-                if agg.first_seen > 0 {
-                    format_day(agg.first_seen).into()
-                } else {
-                    Value::empty()
-                },
-                if agg.last_seen > 0 {
-                    format_day(agg.last_seen).into()
-                } else {
-                    Value::empty()
-                },
-            ]);
+        row.extend(topic_values(&r.metrics.topics, 10));
+        for a in &r.per_item {
+            row.push(a.links.into());
+            row.push(if a.first_seen > 0 {
+                format_day(a.first_seen).into()
+            } else {
+                e()
+            });
+            row.push(if a.last_seen > 0 {
+                format_day(a.last_seen).into()
+            } else {
+                e()
+            });
         }
         t.push(row);
     }
+    t.param("AnalysisDepth", depth as i64);
+    t.param("ColumnsForGlobalInfo", global_width as i64);
+    t.param("ColumnsPerRequestedDomain", 3);
+    t.param("MaxRefDomainTopics", 10);
+    t.param("RefDomainTopicsCount", 10);
+    t.param("TotalConsideredDomains", total as i64);
+    t.param("TotalMatchedDomains", total as i64);
     let mut reply = Reply::ok();
     ctx.globals(&mut reply, kind, store)?;
+    reply.global("Cmd", "GetRefDomains");
     reply.tables.push(request);
     reply.tables.push(t);
     Ok(reply)
+}
+
+/// Anchor text as GetAnchorText's `TextMode` shows it: lower-cased (0), or also with
+/// punctuation and separators removed (1).
+fn anchor_form(text: &str, mode: i64) -> String {
+    let lower = text.to_lowercase();
+    if mode == 1 {
+        let cleaned: String = lower
+            .chars()
+            .map(|c| if c.is_alphanumeric() { c } else { ' ' })
+            .collect();
+        cleaned.split_whitespace().collect::<Vec<_>>().join(" ")
+    } else {
+        lower
+    }
 }
 
 fn get_anchor_text(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
@@ -548,46 +895,163 @@ fn get_anchor_text(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
     let raw = p.required("item")?;
     let item = parse_item(raw, "item")?;
     let count = p.int("Count", 10)?.clamp(0, 1000) as usize;
+    let from = p.int("From", 0)?.max(0) as usize;
+    let text_mode = p.int("TextMode", 0)?;
+    let mode = p.int("Mode", 0)?;
     let filter = p
         .get("FilterAnchorText")
-        .map(str::to_lowercase)
+        .map(|f| anchor_form(f, text_mode))
         .filter(|f| !f.is_empty());
-    let anchors = store
-        .anchors(&item, 0, if filter.is_some() { 100_000 } else { count })
-        .map_err(internal)?;
-    let mut t = Table::new(
-        "AnchorText",
-        [
-            "AnchorText",
-            "RefDomains",
-            "TotalLinks",
-            "DeletedLinks",
-            "NoFollowLinks",
-        ]
-        .iter()
-        .map(|c| c.to_string())
-        .collect(),
-    );
-    for a in anchors
-        .iter()
-        .filter(|a| {
-            filter
-                .as_ref()
-                .is_none_or(|f| a.text.to_lowercase().contains(f.as_str()))
-        })
-        .take(count)
-    {
-        t.push(vec![
-            a.text.as_str().into(),
-            a.ref_domains.into(),
-            a.links.into(),
-            a.deleted_links.into(),
-            a.nofollow_links.into(),
-        ]);
-    }
-    t.param("Item", raw);
+    let filter_mode = p.int("FilterAnchorTextMode", if filter.is_some() { 1 } else { 0 })?;
+    let filter_domain = p
+        .get("FilterRefDomain")
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+        .map(str::to_ascii_lowercase);
+    let matches = |a: &str| match (&filter, filter_mode) {
+        (Some(f), 1) => a == f,
+        (Some(f), 2) => a.contains(f.as_str()),
+        _ => true,
+    };
+    let c = store.counters(&item).map_err(internal)?.unwrap_or_default();
     let mut reply = Reply::ok();
     ctx.globals(&mut reply, kind, store)?;
+    let mut t = match mode {
+        0 => {
+            // Group stored anchors by their shown form (stored anchors keep their case).
+            let mut grouped: Vec<(String, linkstore::AnchorText)> = Vec::new();
+            let mut index: std::collections::HashMap<String, usize> = Default::default();
+            for a in store.anchors(&item, 0, 100_000).map_err(internal)? {
+                let form = anchor_form(&a.text, text_mode);
+                if !matches(&form) {
+                    continue;
+                }
+                match index.get(&form) {
+                    Some(&i) => {
+                        let g = &mut grouped[i].1;
+                        g.links += a.links;
+                        g.deleted_links += a.deleted_links;
+                        g.nofollow_links += a.nofollow_links;
+                        // Referring domains of merged variants may overlap: the largest is a lower bound.
+                        g.ref_domains = g.ref_domains.max(a.ref_domains);
+                    }
+                    None => {
+                        index.insert(form.clone(), grouped.len());
+                        grouped.push((form, a));
+                    }
+                }
+            }
+            grouped.sort_by(|a, b| {
+                b.1.ref_domains
+                    .cmp(&a.1.ref_domains)
+                    .then(b.1.links.cmp(&a.1.links))
+                    .then(a.0.cmp(&b.0))
+            });
+            let total = grouped.len();
+            let mut cols: Vec<String> = [
+                "AnchorText",
+                "RefDomains",
+                "TotalLinks",
+                "DeletedLinks",
+                "NoFollowLinks",
+                "EstimatedLinkCitationFlow",
+                "EstimatedLinkTrustFlow",
+            ]
+            .iter()
+            .map(|c| c.to_string())
+            .collect();
+            cols.extend(topic_columns("TopicalTrustFlow", 3));
+            let mut t = Table::new("AnchorText", cols);
+            let m = store.metrics(&item).map_err(internal)?.unwrap_or_default();
+            for (form, a) in grouped.iter().skip(from).take(count) {
+                // Estimated flows: the item's own flows, scaled by the anchor's followed share.
+                let followed = (a.links - a.nofollow_links).max(0) as f64 / a.links.max(1) as f64;
+                let mut row: Vec<Value> = vec![
+                    form.as_str().into(),
+                    a.ref_domains.into(),
+                    a.links.into(),
+                    a.deleted_links.into(),
+                    a.nofollow_links.into(),
+                    ((f64::from(m.citation_flow) * followed).round() as i64)
+                        .to_string()
+                        .into(),
+                    ((f64::from(m.trust_flow) * followed).round() as i64)
+                        .to_string()
+                        .into(),
+                ];
+                row.extend(topic_values(&m.topics, 3));
+                t.push(row);
+            }
+            t.param("MaxTopics", 10);
+            t.param("TopicsCount", 3);
+            t.param("TotalResults", total as i64);
+            t
+        }
+        1 | 2 => {
+            if filter.is_none() {
+                return Err(ApiError::new(
+                    "MissingParameter",
+                    "Mode 1 and 2 need FilterAnchorText",
+                ));
+            }
+            // Scan the item's backlinks for the anchor: referring domains (1) or links (2).
+            let mut links = Vec::new();
+            store
+                .scan_backlinks(&item, |r| {
+                    if matches(&anchor_form(&r.anchor_text, text_mode))
+                        && filter_domain
+                            .as_ref()
+                            .is_none_or(|d| *d == domain_of(&r.source_url))
+                    {
+                        links.push(r);
+                    }
+                    links.len() < MAX_BACKLINK_COUNT
+                })
+                .map_err(internal)?;
+            if mode == 1 {
+                let mut per: std::collections::BTreeMap<String, (i64, i64)> = Default::default();
+                for r in &links {
+                    let e = per.entry(domain_of(&r.source_url)).or_default();
+                    e.0 += 1;
+                    e.1 += i64::from(r.is_deleted());
+                }
+                let mut t = Table::new(
+                    "RefDomains",
+                    ["Domain", "TotalLinks", "DeletedLinks"]
+                        .iter()
+                        .map(|c| c.to_string())
+                        .collect(),
+                );
+                let total = per.len();
+                for (d, (n, del)) in per.iter().skip(from).take(count) {
+                    t.push(vec![d.as_str().into(), (*n).into(), (*del).into()]);
+                }
+                t.param("TotalResults", total as i64);
+                t
+            } else {
+                let mut t = Table::new("BackLinks", backlink_columns());
+                let total = links.len();
+                for r in links.iter().skip(from).take(count) {
+                    t.push(backlink_row(r, &Default::default(), &[], &[], -1));
+                }
+                t.param("TotalResults", total as i64);
+                t
+            }
+        }
+        _ => return Err(ApiError::new("InvalidParameter", "Mode must be 0, 1 or 2")),
+    };
+    t.param("CanReturnURLs", 1);
+    t.param("Count", t.rows.len() as i64);
+    t.param("FilterAnchorText", p.get("FilterAnchorText").unwrap_or(""));
+    t.param("FilterAnchorTextMode", filter_mode);
+    t.param("FilterRefDomain", filter_domain.as_deref().unwrap_or(""));
+    t.param("From", from as i64);
+    t.param("Item", raw);
+    t.param("Mode", mode);
+    t.param("OrigItem", raw);
+    t.param("TextMode", text_mode);
+    t.param("TotalBackLinks", c.ext_backlinks);
+    t.param("TotalRefDomains", c.ref_domains);
     reply.tables.push(t);
     Ok(reply)
 }
@@ -640,25 +1104,122 @@ fn get_new_lost_back_links(ctx: &Context, p: &Params) -> Result<Reply, ApiError>
     Ok(reply)
 }
 
+/// GetTopics: the topics of the item's referring domains (each domain counted under its
+/// strongest topic, over its top 10,000 referring domains), with the item's own Topical
+/// Trust Flow for each.
 fn get_topics(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
     let (kind, store) = ctx.index(p)?;
     let raw = p.required("item")?;
     let item = parse_item(raw, "item")?;
-    let m = store.metrics(&item).map_err(internal)?.unwrap_or_default();
+    let count = p.int("Count", 100)?.clamp(0, 10_000) as usize;
+    let from = (p.int("From", 1)?.max(1) - 1) as usize;
+    let own = store.metrics(&item).map_err(internal)?.unwrap_or_default();
+    let refs = store.ref_domains(&item, 0, 10_000).map_err(internal)?;
+    let domains: Vec<Item> = refs
+        .iter()
+        .map(|d| Item::domain(d.domain.clone()))
+        .collect();
+    let metrics = store.metrics_many(&domains).map_err(internal)?;
+    let mut per: std::collections::BTreeMap<String, (i64, i64)> = Default::default();
+    for (d, m) in refs.iter().zip(&metrics) {
+        if let Some((topic, _)) = m.as_ref().and_then(|m| m.topics.first()) {
+            let e = per.entry(topic.clone()).or_default();
+            e.0 += d.links;
+            e.1 += 1;
+        }
+    }
+    for (topic, _) in &own.topics {
+        per.entry(topic.clone()).or_default();
+    }
+    let ttf = |t: &str| {
+        own.topics
+            .iter()
+            .find(|(n, _)| n == t)
+            .map_or(0, |(_, v)| i64::from(*v))
+    };
+    let mut rows: Vec<(String, i64, i64, i64)> = per
+        .into_iter()
+        .map(|(t, (l, r))| (t.clone(), ttf(&t), l, r))
+        .collect();
+    rows.sort_by(|a, b| b.1.cmp(&a.1).then(b.2.cmp(&a.2)).then(a.0.cmp(&b.0)));
     let mut t = Table::new(
         "Topics",
-        ["Topic", "TopicalTrustFlow"]
-            .iter()
-            .map(|c| c.to_string())
-            .collect(),
+        [
+            "Topic",
+            "Links",
+            "TopicalTrustFlow",
+            "LinksFromRefDomains",
+            "RefDomains",
+            "Pages",
+        ]
+        .iter()
+        .map(|c| c.to_string())
+        .collect(),
     );
-    for (n, v) in &m.topics {
-        t.push(vec![n.as_str().into(), i64::from(*v).into()]);
+    let total = rows.len();
+    for (topic, v, links, refdomains) in rows.into_iter().skip(from).take(count) {
+        t.push(vec![
+            topic.into(),
+            links.into(),
+            v.into(),
+            links.into(),
+            refdomains.into(),
+            (-1).into(),
+        ]);
     }
-    t.param("Item", raw);
-    t.param("TotalResults", m.topics.len() as i64);
+    t.param("Count", t.rows.len() as i64);
+    t.param("From", from as i64 + 1);
+    t.param("SortBy", "trustflow&links");
+    t.param("SortOrder", "desc");
+    t.param("TotalResults", total as i64);
     let mut reply = Reply::ok();
     ctx.globals(&mut reply, kind, store)?;
+    reply.global("Cmd", "GetTopics");
+    reply.tables.push(t);
+    Ok(reply)
+}
+
+/// GetSubscriptionInfo: free; the limits this server enforces and both indexes' facts.
+fn get_subscription_info(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
+    let (kind, store) = ctx.index(p)?;
+    let mut reply = Reply::ok();
+    ctx.globals(&mut reply, kind, store)?;
+    reply.global("MaxGetIndexInfoBatchCount", MAX_ITEMS as i64);
+    reply.global("SubscriptionIsActive", 1);
+    let mut t = Table::new(
+        "IndexInfo",
+        [
+            "IndexType",
+            "IndexName",
+            "IndexBuildDate",
+            "UniqueIndexID",
+            "CrawledURLs",
+            "IndexedURLs",
+            "FirstBackLinkDate",
+            "MostRecentBackLinkDate",
+        ]
+        .iter()
+        .map(|c| c.to_string())
+        .collect(),
+    );
+    for (k, s) in [
+        (IndexKind::Historic, &ctx.historic),
+        (IndexKind::Fresh, &ctx.fresh),
+    ] {
+        let mut g = Reply::ok();
+        ctx.globals(&mut g, k, s)?;
+        let c = s.index_counters().map_err(internal)?;
+        t.push(vec![
+            g.globals["IndexType"].clone(),
+            k.as_str().into(),
+            g.globals["IndexBuildDate"].clone(),
+            g.globals["UniqueIndexID"].clone(),
+            c.crawled_urls.into(),
+            c.indexed_urls.into(),
+            g.globals["FirstBackLinkDate"].clone(),
+            g.globals["MostRecentBackLinkDate"].clone(),
+        ]);
+    }
     reply.tables.push(t);
     Ok(reply)
 }
