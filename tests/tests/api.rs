@@ -600,3 +600,93 @@ fn http_details_clients_rely_on() {
     let r = srv.raw(b"GET /nothing HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
     assert!(r.starts_with("HTTP/1.1 404"));
 }
+
+#[test]
+fn download_back_links_exports_every_backlink() {
+    let srv = start();
+    let hot = webgen::Web::new(webgen::WebSpec::demo(2_000)).hot_url();
+    let domain = hot
+        .trim_start_matches("http://www.")
+        .trim_end_matches('/')
+        .to_string();
+    let total = srv.json(&[
+        ("cmd", "GetIndexItemInfo"),
+        ("items", "1"),
+        ("item0", &domain),
+    ])["DataTables"]["Results"]["Data"][0]["ExtBackLinks"]
+        .as_i64()
+        .unwrap();
+    assert!(total > 1000);
+
+    let queued = srv.json(&[("cmd", "DownloadBackLinks"), ("Query", &domain)]);
+    assert_eq!(code(&queued), "QueuedForProcessing", "{queued}");
+    let id = queued["DownloadJobID"].as_str().unwrap().to_string();
+    assert_eq!(id.len(), 32);
+    assert!(id
+        .chars()
+        .all(|c| c.is_ascii_digit() || c.is_ascii_uppercase()));
+
+    let mut job = Value::Null;
+    for _ in 0..200 {
+        let list = srv.json(&[("cmd", "GetDownloadsList"), ("DownloadJobID", &id)]);
+        job = list["DataTables"]["Downloads"]["Data"][0].clone();
+        if job["Status"] == 4 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(job["Status"], 4, "{job}");
+    assert!(job["Expires"].as_str().unwrap().contains('/'), "dd/mm/yyyy");
+    let url = job["PublicDownloadLocation"].as_str().unwrap().to_string();
+    assert!(url.ends_with(&format!("{id}.csv.gz")), "{url}");
+
+    let mut gz = Vec::new();
+    ureq::get(&url)
+        .call()
+        .unwrap()
+        .into_reader()
+        .read_to_end(&mut gz)
+        .unwrap();
+    assert_eq!(gz.len() as i64, job["FileSize"].as_i64().unwrap());
+    let mut csv = String::new();
+    flate2::read::GzDecoder::new(&gz[..])
+        .read_to_string(&mut csv)
+        .unwrap();
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert_eq!(header.len(), 20);
+    assert_eq!(header[0], "Target URL");
+    assert_eq!(header[19], "RefDomainTopicalTrustFlow_Value_0");
+    let rows: Vec<&str> = lines.collect();
+    assert_eq!(
+        rows.len() as i64,
+        total,
+        "every backlink, no 50,000 cap in the way"
+    );
+    let item = linkstore::Item::parse(&domain).unwrap();
+    for r in rows.iter().take(200) {
+        let target = r.split(',').next().unwrap();
+        assert!(item.contains_url(target), "{r}");
+    }
+
+    // Deleting removes the job and its file.
+    let del = srv.json(&[
+        ("cmd", "DeleteDownloads"),
+        ("DownloadJobIDs", &format!("{id},NOPE")),
+    ]);
+    let res = del["DataTables"]["DeletionResults"]["Data"]
+        .as_array()
+        .unwrap();
+    assert_eq!(res[0]["Result"], "Deleted successfully.");
+    assert_eq!(res[1]["Result"], "No such job.");
+    assert_eq!(
+        ureq::get(&url)
+            .call()
+            .unwrap_err()
+            .into_response()
+            .map(|r| r.status()),
+        Some(404)
+    );
+    let gone = srv.json(&[("cmd", "GetDownloadsList"), ("DownloadJobID", &id)]);
+    assert_eq!(code(&gone), "UnknownDownloadJob");
+}

@@ -193,6 +193,7 @@ fn serve(data: &Path, listen: &str, keys: Option<PathBuf>) -> Result<()> {
         server_name: "LINKBASE".into(),
         server_version: env!("CARGO_PKG_VERSION").into(),
         server_build: "2026-11-21 00:00:00".into(),
+        downloads: server::Downloads::open(&data.join("downloads"))?,
     };
     let key = keys.iter().min().cloned().unwrap_or_default();
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -213,7 +214,7 @@ fn serve(data: &Path, listen: &str, keys: Option<PathBuf>) -> Result<()> {
             let _ = out.flush();
         }
         let svc = std::sync::Arc::new(server::Service {
-            ctx,
+            ctx: std::sync::Arc::new(ctx),
             keys,
             limits: server::Limits::default(),
         });

@@ -19,6 +19,7 @@ pub struct Context {
     pub server_name: String,
     pub server_version: String,
     pub server_build: String,
+    pub downloads: crate::downloads::Downloads,
 }
 
 impl Context {
@@ -114,8 +115,11 @@ fn items(p: &Params) -> Result<Vec<(String, Item)>, ApiError> {
         .collect()
 }
 
-pub fn execute(ctx: &Context, cmd: &str, p: &Params) -> Result<Reply, ApiError> {
+pub fn execute(ctx: &std::sync::Arc<Context>, cmd: &str, p: &Params) -> Result<Reply, ApiError> {
     match cmd.to_ascii_lowercase().as_str() {
+        "downloadbacklinks" => crate::downloads::download_back_links(ctx, p),
+        "getdownloadslist" => crate::downloads::get_downloads_list(ctx, p),
+        "deletedownloads" => crate::downloads::delete_downloads(ctx, p),
         "getindexiteminfo" => get_index_item_info(ctx, p),
         "getbacklinkdata" => get_back_link_data(ctx, p),
         "getrefdomains" => get_ref_domains(ctx, p),

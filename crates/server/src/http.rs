@@ -37,7 +37,7 @@ impl Default for Limits {
 
 /// Shared state of every connection.
 pub struct Service {
-    pub ctx: Context,
+    pub ctx: Arc<Context>,
     /// Accepted API keys (until the account store replaces them).
     pub keys: HashSet<String>,
     pub limits: Limits,
@@ -65,6 +65,9 @@ fn error_reply(e: ApiError) -> Reply {
 }
 
 async fn handle(svc: Arc<Service>, req: Request<Incoming>) -> Response<Full<Bytes>> {
+    if let Some(name) = req.uri().path().strip_prefix("/downloads/") {
+        return download_file(&svc, name).await;
+    }
     let format = match req.uri().path() {
         "/api/json" => Format::Json,
         "/api/xml" | "/api_command" => Format::Xml,
@@ -126,8 +129,42 @@ async fn handle(svc: Arc<Service>, req: Request<Incoming>) -> Response<Full<Byte
     render(&reply, format)
 }
 
+/// Serves a finished export file. Its name holds the job's 128-bit random id, so the URL
+/// itself is the capability, as with Majestic's public download locations.
+async fn download_file(svc: &Service, name: &str) -> Response<Full<Bytes>> {
+    let found = svc.ctx.downloads.file(name);
+    match found {
+        Some(path) => match tokio::fs::read(&path).await {
+            Ok(bytes) => Response::builder()
+                .header("content-type", "application/gzip")
+                .header(
+                    "content-disposition",
+                    format!("attachment; filename=\"{name}\""),
+                )
+                .body(Full::new(Bytes::from(bytes)))
+                .expect("valid response"),
+            Err(_) => not_found(),
+        },
+        None => not_found(),
+    }
+}
+
+fn not_found() -> Response<Full<Bytes>> {
+    Response::builder()
+        .status(StatusCode::NOT_FOUND)
+        .body(Full::new(Bytes::from_static(
+            b"not found: use /api/json, /api/xml or /api_command\n",
+        )))
+        .expect("valid response")
+}
+
 /// Accepts connections until the listener fails.
 pub async fn serve(svc: Arc<Service>, listener: TcpListener) -> std::io::Result<()> {
+    *svc.ctx
+        .downloads
+        .public_base
+        .lock()
+        .unwrap_or_else(|p| p.into_inner()) = format!("http://{}", listener.local_addr()?);
     loop {
         let (stream, _peer) = listener.accept().await?;
         let _ = stream.set_nodelay(true);

@@ -2,12 +2,14 @@
 //! that knows HTTP and the Majestic envelopes.
 
 pub mod commands;
+pub mod downloads;
 pub mod envelope;
 mod error;
 pub mod http;
 pub mod params;
 
 pub use commands::Context;
+pub use downloads::Downloads;
 pub use error::{ApiError, Error, Result};
 pub use http::{serve, Limits, Service};
 

@@ -1,0 +1,531 @@
+//! DownloadBackLinks jobs: an export of every backlink of an item into a gzipped CSV,
+//! written by a background thread that streams the ordered backlink scan straight into
+//! the gzip encoder (memory flat in the row count), listed by GetDownloadsList, removed by
+//! DeleteDownloads or after 7 days, and served over HTTP under `/downloads/`.
+//!
+//! Job state is kept in `DATA/downloads/<JobID>.json` beside the file, so jobs survive a
+//! restart (a job that was running when the server stopped is marked failed).
+
+use crate::commands::Context;
+use crate::envelope::{Reply, Table, Value};
+use crate::error::ApiError;
+use crate::params::Params;
+use flate2::write::GzEncoder;
+use flate2::Compression;
+use indexes::IndexKind;
+use linkstore::{format_day, Item, LinkRecord, Store};
+use std::collections::{BTreeMap, HashMap};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// How long a finished file is kept.
+pub const EXPIRY_SECONDS: i64 = 7 * 86_400;
+
+/// Majestic's job status codes.
+pub mod status {
+    pub const AWAITING_PROCESSING: i64 = 0;
+    pub const PROCESSING: i64 = 1;
+    pub const READY: i64 = 4;
+    pub const ERROR: i64 = 5;
+}
+
+/// The 20 columns of Majestic's backlink download file, in order.
+pub const CSV_HEADER: &[&str] = &[
+    "Target URL",
+    "Source URL",
+    "Anchor Text",
+    "Source Crawl Date",
+    "Source First Found Date",
+    "FlagNoFollow",
+    "FlagImageLink",
+    "FlagRedirect",
+    "FlagFrame",
+    "FlagOldCrawl",
+    "FlagAltText",
+    "FlagMention",
+    "SourceCitationFlow",
+    "SourceTrustFlow",
+    "TargetCitationFlow",
+    "TargetTrustFlow",
+    "SourceTopicalTrustFlow_Topic_0",
+    "SourceTopicalTrustFlow_Value_0",
+    "RefDomainTopicalTrustFlow_Topic_0",
+    "RefDomainTopicalTrustFlow_Value_0",
+];
+
+#[derive(Debug, Clone)]
+struct Job {
+    id: String,
+    item: String,
+    index: IndexKind,
+    status: i64,
+    created: i64,
+    updated: i64,
+    rows: u64,
+    file_size: u64,
+    last_error: String,
+    file_name: String,
+}
+
+impl Job {
+    fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "id": self.id, "item": self.item, "index": self.index.as_str(), "status": self.status,
+            "created": self.created, "updated": self.updated, "rows": self.rows,
+            "file_size": self.file_size, "last_error": self.last_error, "file_name": self.file_name,
+        })
+    }
+
+    fn from_json(v: &serde_json::Value) -> Option<Job> {
+        Some(Job {
+            id: v["id"].as_str()?.to_string(),
+            item: v["item"].as_str()?.to_string(),
+            index: v["index"].as_str()?.parse().ok()?,
+            status: v["status"].as_i64()?,
+            created: v["created"].as_i64()?,
+            updated: v["updated"].as_i64()?,
+            rows: v["rows"].as_u64()?,
+            file_size: v["file_size"].as_u64()?,
+            last_error: v["last_error"].as_str()?.to_string(),
+            file_name: v["file_name"].as_str()?.to_string(),
+        })
+    }
+}
+
+fn now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// `dd/mm/yyyy HH:MM:SS`, as GetDownloadsList writes dates.
+fn list_date(t: i64) -> String {
+    let d = format_day(t.div_euclid(86_400) as u32);
+    let s = t.rem_euclid(86_400);
+    format!(
+        "{}/{}/{} {:02}:{:02}:{:02}",
+        &d[8..10],
+        &d[5..7],
+        &d[0..4],
+        s / 3600,
+        s / 60 % 60,
+        s % 60
+    )
+}
+
+fn new_job_id() -> String {
+    use std::io::Read;
+    let mut b = [0u8; 16];
+    if std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut b))
+        .is_err()
+    {
+        b = (now() as u128 ^ u128::from(std::process::id())).to_be_bytes();
+    }
+    b.iter().map(|x| format!("{x:02X}")).collect()
+}
+
+/// The download jobs of one server.
+pub struct Downloads {
+    dir: PathBuf,
+    /// URL prefix of `PublicDownloadLocation` (e.g. `http://127.0.0.1:8080`).
+    pub public_base: Mutex<String>,
+    jobs: Mutex<BTreeMap<String, Job>>,
+    cancel: Mutex<HashMap<String, Arc<AtomicBool>>>,
+}
+
+impl Downloads {
+    /// Opens `dir`, reloading the jobs kept there.
+    pub fn open(dir: &Path) -> std::io::Result<Downloads> {
+        std::fs::create_dir_all(dir)?;
+        let mut jobs = BTreeMap::new();
+        for entry in std::fs::read_dir(dir)? {
+            let path = entry?.path();
+            if path.extension().is_some_and(|e| e == "json") {
+                let Some(mut job) = std::fs::read(&path)
+                    .ok()
+                    .and_then(|b| serde_json::from_slice(&b).ok())
+                    .and_then(|v| Job::from_json(&v))
+                else {
+                    continue;
+                };
+                if job.status < status::READY {
+                    job.status = status::ERROR;
+                    job.last_error = "the server stopped while the job ran".into();
+                }
+                jobs.insert(job.id.clone(), job);
+            }
+        }
+        Ok(Downloads {
+            dir: dir.to_path_buf(),
+            public_base: Mutex::new(String::new()),
+            jobs: Mutex::new(jobs),
+            cancel: Mutex::new(HashMap::new()),
+        })
+    }
+
+    fn save(&self, job: &Job) {
+        let path = self.dir.join(format!("{}.json", job.id));
+        let _ = std::fs::write(path, job.to_json().to_string());
+    }
+
+    fn update(&self, id: &str, f: impl FnOnce(&mut Job)) {
+        let mut jobs = self.jobs.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(job) = jobs.get_mut(id) {
+            f(job);
+            job.updated = now();
+            self.save(job);
+        }
+    }
+
+    /// Removes expired jobs and their files.
+    fn purge_expired(&self) {
+        let expired: Vec<String> = {
+            let jobs = self.jobs.lock().unwrap_or_else(|p| p.into_inner());
+            jobs.values()
+                .filter(|j| now() - j.created > EXPIRY_SECONDS)
+                .map(|j| j.id.clone())
+                .collect()
+        };
+        for id in expired {
+            self.delete(&id);
+        }
+    }
+
+    fn delete(&self, id: &str) -> Option<Job> {
+        if let Some(flag) = self
+            .cancel
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(id)
+        {
+            flag.store(true, Ordering::Relaxed);
+        }
+        let job = self
+            .jobs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(id)?;
+        let _ = std::fs::remove_file(self.dir.join(&job.file_name));
+        let _ = std::fs::remove_file(self.dir.join(format!("{id}.json")));
+        Some(job)
+    }
+
+    /// The path of a finished download file, if `name` is one.
+    pub fn file(&self, name: &str) -> Option<PathBuf> {
+        let jobs = self.jobs.lock().unwrap_or_else(|p| p.into_inner());
+        jobs.values()
+            .find(|j| j.file_name == name && j.status == status::READY)
+            .map(|j| self.dir.join(&j.file_name))
+    }
+}
+
+fn csv_field(out: &mut impl Write, s: &str) -> std::io::Result<()> {
+    if s.contains([',', '"', '\n', '\r']) {
+        out.write_all(b"\"")?;
+        out.write_all(s.replace('"', "\"\"").as_bytes())?;
+        out.write_all(b"\"")
+    } else {
+        out.write_all(s.as_bytes())
+    }
+}
+
+/// Topic and value of an item's strongest topic, cached (the cache is bounded).
+struct TopicCache {
+    map: HashMap<Item, (String, String)>,
+}
+
+impl TopicCache {
+    fn get(&mut self, store: &Store, item: Item) -> linkstore::Result<(String, String)> {
+        if let Some(v) = self.map.get(&item) {
+            return Ok(v.clone());
+        }
+        if self.map.len() > 100_000 {
+            self.map.clear();
+        }
+        let v = match store
+            .metrics(&item)?
+            .and_then(|m| m.topics.first().cloned())
+        {
+            Some((t, v)) => (t, v.to_string()),
+            None => (String::new(), String::new()),
+        };
+        self.map.insert(item, v.clone());
+        Ok(v)
+    }
+}
+
+/// Writes every backlink of `item` to `path` (gzip CSV); returns the row count.
+fn export(store: &Store, item: &Item, path: &Path, cancel: &AtomicBool) -> Result<u64, String> {
+    let file = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut out = GzEncoder::new(BufWriter::with_capacity(1 << 20, file), Compression::fast());
+    let io = |e: std::io::Error| e.to_string();
+    out.write_all(CSV_HEADER.join(",").as_bytes()).map_err(io)?;
+    out.write_all(b"\n").map_err(io)?;
+    let mut rows = 0u64;
+    let mut topics = TopicCache {
+        map: HashMap::new(),
+    };
+    let mut failure: Option<String> = None;
+    let flag = |b: bool| if b { "1" } else { "" };
+    store
+        .scan_backlinks(item, |r: LinkRecord| {
+            if cancel.load(Ordering::Relaxed) {
+                failure = Some("deleted while running".into());
+                return false;
+            }
+            let result = (|| -> Result<(), String> {
+                let src_topic = topics
+                    .get(store, Item::url(r.source_url.clone()))
+                    .map_err(|e| e.to_string())?;
+                let host = linkstore::host_of(&r.source_url);
+                let domain = linkstore::root_domain(host).unwrap_or(host).to_string();
+                let dom_topic = topics
+                    .get(store, Item::domain(domain))
+                    .map_err(|e| e.to_string())?;
+                let fields: [&str; 20] = [
+                    &r.target_url,
+                    &r.source_url,
+                    &r.anchor_text,
+                    &format_day(r.last_seen),
+                    &format_day(r.first_seen),
+                    flag(r.is_nofollow()),
+                    flag(r.kind == linkstore::LinkKind::Image),
+                    flag(r.kind == linkstore::LinkKind::Redirect),
+                    flag(r.kind == linkstore::LinkKind::Frame),
+                    flag(r.is_deleted()),
+                    "",
+                    "",
+                    &r.source_flow.citation_flow.to_string(),
+                    &r.source_flow.trust_flow.to_string(),
+                    &r.target_flow.citation_flow.to_string(),
+                    &r.target_flow.trust_flow.to_string(),
+                    &src_topic.0,
+                    &src_topic.1,
+                    &dom_topic.0,
+                    &dom_topic.1,
+                ];
+                for (i, f) in fields.iter().enumerate() {
+                    if i > 0 {
+                        out.write_all(b",").map_err(io)?;
+                    }
+                    csv_field(&mut out, f).map_err(io)?;
+                }
+                out.write_all(b"\n").map_err(io)
+            })();
+            match result {
+                Ok(()) => {
+                    rows += 1;
+                    true
+                }
+                Err(e) => {
+                    failure = Some(e);
+                    false
+                }
+            }
+        })
+        .map_err(|e| e.to_string())?;
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    out.finish().and_then(|mut w| w.flush()).map_err(io)?;
+    Ok(rows)
+}
+
+fn store_of(ctx: &Context, index: IndexKind) -> &Store {
+    if index == IndexKind::Fresh {
+        &ctx.fresh
+    } else {
+        &ctx.historic
+    }
+}
+
+/// DownloadBackLinks: queues an export and answers `QueuedForProcessing` with its JobID.
+pub fn download_back_links(ctx: &Arc<Context>, p: &Params) -> Result<Reply, ApiError> {
+    let downloads = &ctx.downloads;
+    downloads.purge_expired();
+    let raw = p
+        .get("Query")
+        .or_else(|| p.get("item"))
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| ApiError::new("MissingParameter", "parameter 'Query' is required"))?;
+    let item = Item::parse(raw).map_err(|e| ApiError::new("InvalidItem", format!("Query: {e}")))?;
+    let index = match p.get("datasource") {
+        None => IndexKind::Historic,
+        Some(v) => v.parse().map_err(|_| {
+            ApiError::new(
+                "InvalidDataSource",
+                format!("datasource must be 'historic' or 'fresh', not {v:?}"),
+            )
+        })?,
+    };
+    let id = new_job_id();
+    let day = format_day((now() / 86_400) as u32);
+    let safe: String = item
+        .name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .take(80)
+        .collect();
+    let kind_name = if index == IndexKind::Fresh {
+        "fresh"
+    } else {
+        "historical"
+    };
+    let job = Job {
+        id: id.clone(),
+        item: item.name.clone(),
+        index,
+        status: status::AWAITING_PROCESSING,
+        created: now(),
+        updated: now(),
+        rows: 0,
+        file_size: 0,
+        last_error: String::new(),
+        file_name: format!(
+            "download_{kind_name}_{safe}_{}_{id}.csv.gz",
+            day.replace('-', "_")
+        ),
+    };
+    downloads.save(&job);
+    downloads
+        .jobs
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(id.clone(), job.clone());
+    let cancel = Arc::new(AtomicBool::new(false));
+    downloads
+        .cancel
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(id.clone(), cancel.clone());
+    let ctx2 = ctx.clone();
+    let id2 = id.clone();
+    std::thread::spawn(move || {
+        let d = &ctx2.downloads;
+        d.update(&id2, |j| j.status = status::PROCESSING);
+        let path = d.dir.join(&job.file_name);
+        let result = export(store_of(&ctx2, index), &item, &path, &cancel);
+        d.cancel
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&id2);
+        match result {
+            Ok(rows) => {
+                let size = std::fs::metadata(&path).map_or(0, |m| m.len());
+                d.update(&id2, |j| {
+                    j.status = status::READY;
+                    j.rows = rows;
+                    j.file_size = size;
+                });
+            }
+            Err(e) => {
+                let _ = std::fs::remove_file(&path);
+                d.update(&id2, |j| {
+                    j.status = status::ERROR;
+                    j.last_error = e;
+                });
+            }
+        }
+    });
+    let mut reply = Reply::ok();
+    reply.code = "QueuedForProcessing".into();
+    reply.global("DownloadJobID", id.as_str());
+    let mut t = Table::new("DownloadBackLinks", vec!["JobID".into(), "Status".into()]);
+    t.push(vec![id.into(), status::AWAITING_PROCESSING.into()]);
+    reply.tables.push(t);
+    Ok(reply)
+}
+
+/// GetDownloadsList: every job, or one (`DownloadJobID`).
+pub fn get_downloads_list(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
+    let downloads = &ctx.downloads;
+    downloads.purge_expired();
+    let only = p
+        .get("DownloadJobID")
+        .map(str::trim)
+        .filter(|s| !s.is_empty());
+    let base = downloads
+        .public_base
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    let cols = [
+        "Description",
+        "JobID",
+        "Status",
+        "Created",
+        "Expires",
+        "LastUpdated",
+        "FileSize",
+        "LastError",
+        "PublicDownloadLocation",
+        "AnalysisProgressInfo",
+    ];
+    let mut t = Table::new("Downloads", cols.iter().map(|c| c.to_string()).collect());
+    let jobs = downloads.jobs.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(id) = only {
+        if !jobs.contains_key(id) {
+            return Err(ApiError::new(
+                "UnknownDownloadJob",
+                format!("no download job {id:?}"),
+            ));
+        }
+    }
+    for j in jobs.values().filter(|j| only.is_none_or(|id| id == j.id)) {
+        t.push(vec![
+            format!("API Job: DownloadBackLinks ({}) {}", j.id, j.item).into(),
+            j.id.as_str().into(),
+            j.status.into(),
+            list_date(j.created).into(),
+            list_date(j.created + EXPIRY_SECONDS).into(),
+            list_date(j.updated).into(),
+            (j.file_size as i64).into(),
+            j.last_error.as_str().into(),
+            if j.status == status::READY {
+                Value::from(format!("{base}/downloads/{}", j.file_name))
+            } else {
+                Value::empty()
+            },
+            format!("{} rows", j.rows).into(),
+        ]);
+    }
+    let mut reply = Reply::ok();
+    reply.tables.push(t);
+    Ok(reply)
+}
+
+/// DeleteDownloads: removes jobs (aborting running ones) and their files.
+pub fn delete_downloads(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
+    let ids = p.required("DownloadJobIDs")?;
+    let mut t = Table::new(
+        "DeletionResults",
+        ["DownloadJobID", "Result", "Description", "FileName"]
+            .iter()
+            .map(|c| c.to_string())
+            .collect(),
+    );
+    for id in ids.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        match ctx.downloads.delete(id) {
+            Some(j) => t.push(vec![
+                id.into(),
+                "Deleted successfully.".into(),
+                format!("API Job: DownloadBackLinks ({id}) {}", j.item).into(),
+                j.file_name.into(),
+            ]),
+            None => t.push(vec![
+                id.into(),
+                "No such job.".into(),
+                Value::empty(),
+                Value::empty(),
+            ]),
+        }
+    }
+    let mut reply = Reply::ok();
+    reply.tables.push(t);
+    Ok(reply)
+}
