@@ -690,3 +690,80 @@ fn download_back_links_exports_every_backlink() {
     let gone = srv.json(&[("cmd", "GetDownloadsList"), ("DownloadJobID", &id)]);
     assert_eq!(code(&gone), "UnknownDownloadJob");
 }
+
+#[test]
+fn https_with_the_configured_certificate() {
+    let dir = tempfile::tempdir().unwrap();
+    let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    std::fs::write(&cert, ck.cert.pem()).unwrap();
+    std::fs::write(&key, ck.key_pair.serialize_pem()).unwrap();
+    let keys = dir.path().join("keys.txt");
+    std::fs::write(&keys, format!("{KEY}\n")).unwrap();
+    let data = dir.path().join("data");
+    let mut child = Command::new(linkbase())
+        .args([
+            "serve",
+            "--data",
+            data.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+            "--keys",
+            keys.to_str().unwrap(),
+        ])
+        .args([
+            "--tls-cert",
+            cert.to_str().unwrap(),
+            "--tls-key",
+            key.to_str().unwrap(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    stdout.read_line(&mut first).unwrap();
+    std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
+    assert!(first.contains("https://"), "{first}");
+    let addr = first
+        .split("https://")
+        .nth(1)
+        .and_then(|s| s.split('/').next())
+        .unwrap()
+        .to_string();
+
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(ck.cert.der().clone()).unwrap();
+    let config = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let conn =
+        rustls::ClientConnection::new(std::sync::Arc::new(config), "localhost".try_into().unwrap())
+            .unwrap();
+    let tcp = TcpStream::connect(&addr).unwrap();
+    let mut tls = rustls::StreamOwned::new(conn, tcp);
+    tls.write_all(format!("GET /api/json?app_api_key={KEY}&cmd=GetSubscriptionInfo HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").as_bytes()).unwrap();
+    let mut response = String::new();
+    let _ = tls.read_to_string(&mut response);
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(response.contains("{\"Code\":\"OK\""), "{response}");
+
+    // Plain HTTP to the TLS port gets no API answer.
+    let mut plain = TcpStream::connect(&addr).unwrap();
+    plain
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    plain
+        .write_all(b"GET /api/json HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut buf = Vec::new();
+    let _ = plain.read_to_end(&mut buf);
+    assert!(!String::from_utf8_lossy(&buf).contains("\"Code\""));
+    let _ = child.kill();
+    let _ = child.wait();
+}

@@ -89,6 +89,12 @@ enum Command {
         /// API keys, one per line. Default: DATA/keys.txt, created with a new random key.
         #[arg(long)]
         keys: Option<PathBuf>,
+        /// Serve HTTPS with this PEM certificate chain (needs --tls-key).
+        #[arg(long, requires = "tls_key")]
+        tls_cert: Option<PathBuf>,
+        /// The PEM private key of --tls-cert.
+        #[arg(long, requires = "tls_cert")]
+        tls_key: Option<PathBuf>,
     },
     /// Generate a sample crawl, ingest it, compute flow metrics, and show what the index knows.
     Demo {
@@ -160,10 +166,22 @@ fn main() -> Result<()> {
             };
             run_flow(&store, &seeds, threads)
         }
-        Command::Serve { data, listen, keys } => serve(&data, &listen, keys),
+        Command::Serve {
+            data,
+            listen,
+            keys,
+            tls_cert,
+            tls_key,
+        } => {
+            let tls = match (tls_cert, tls_key) {
+                (Some(c), Some(k)) => Some(server::tls_config(&c, &k)?),
+                _ => None,
+            };
+            serve(&data, &listen, keys, tls)
+        }
         Command::Demo { dir, listen, pages } => {
             demo(&dir, pages)?;
-            serve(&dir.join("data"), &listen, None)
+            serve(&dir.join("data"), &listen, None, None)
         }
     }
 }
@@ -176,7 +194,12 @@ fn new_key() -> Result<String> {
     Ok(b.iter().map(|x| format!("{x:02x}")).collect())
 }
 
-fn serve(data: &Path, listen: &str, keys: Option<PathBuf>) -> Result<()> {
+fn serve(
+    data: &Path,
+    listen: &str,
+    keys: Option<PathBuf>,
+    tls: Option<std::sync::Arc<server::rustls::ServerConfig>>,
+) -> Result<()> {
     let keys_path = keys.unwrap_or_else(|| data.join("keys.txt"));
     if !keys_path.exists() {
         std::fs::create_dir_all(data)?;
@@ -202,9 +225,10 @@ fn serve(data: &Path, listen: &str, keys: Option<PathBuf>) -> Result<()> {
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(listen).await?;
         let addr = listener.local_addr()?;
+        let scheme = if tls.is_some() { "https" } else { "http" };
         // Written in one go, errors ignored: a closed stdout must not stop the server.
         let banner = format!(
-            "serving the API on http://{addr}/api/json (keys in {})\nAPI key: {key}\ntry:\n  curl 'http://{addr}/api/json?app_api_key={key}&cmd=GetIndexItemInfo&items=1&item0=tangoblue0.nl'\n  curl 'http://{addr}/api/json?app_api_key={key}&cmd=GetBackLinkData&item=http://www.tangoblue0.nl/&Count=5'\n  curl 'http://{addr}/api_command?app_api_key={key}&cmd=GetRefDomains&item0=tangoblue0.nl&Count=5'\n",
+            "serving the API on {scheme}://{addr}/api/json (keys in {})\nAPI key: {key}\ntry:\n  curl -k '{scheme}://{addr}/api/json?app_api_key={key}&cmd=GetIndexItemInfo&items=1&item0=tangoblue0.nl'\n  curl -k '{scheme}://{addr}/api/json?app_api_key={key}&cmd=GetBackLinkData&item=http://www.tangoblue0.nl/&Count=5'\n  curl -k '{scheme}://{addr}/api_command?app_api_key={key}&cmd=GetRefDomains&item0=tangoblue0.nl&Count=5'\n",
             keys_path.display()
         );
         {
@@ -218,7 +242,7 @@ fn serve(data: &Path, listen: &str, keys: Option<PathBuf>) -> Result<()> {
             keys,
             limits: server::Limits::default(),
         });
-        server::serve(svc, listener).await?;
+        server::serve(svc, listener, tls).await?;
         Ok::<_, anyhow::Error>(())
     })
 }

@@ -21,6 +21,8 @@ pub enum Error {
     Io(#[from] std::io::Error),
     #[error("{0}")]
     Indexes(#[from] indexes::Error),
+    #[error("TLS {path}: {message}")]
+    Tls { path: String, message: String },
     #[error("keys file {path}: {message}")]
     Keys { path: String, message: String },
 }

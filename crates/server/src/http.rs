@@ -158,29 +158,84 @@ fn not_found() -> Response<Full<Bytes>> {
         .expect("valid response")
 }
 
-/// Accepts connections until the listener fails.
-pub async fn serve(svc: Arc<Service>, listener: TcpListener) -> std::io::Result<()> {
+/// Loads a TLS configuration from PEM files: a certificate chain and a private key.
+pub fn tls_config(
+    cert: &std::path::Path,
+    key: &std::path::Path,
+) -> crate::Result<Arc<rustls::ServerConfig>> {
+    let tls_err = |path: &std::path::Path, message: String| crate::Error::Tls {
+        path: path.display().to_string(),
+        message,
+    };
+    let read =
+        |path: &std::path::Path| std::fs::read(path).map_err(|e| tls_err(path, e.to_string()));
+    let certs: Vec<_> = rustls_pemfile::certs(&mut &read(cert)?[..])
+        .collect::<Result<_, _>>()
+        .map_err(|e| tls_err(cert, e.to_string()))?;
+    if certs.is_empty() {
+        return Err(tls_err(cert, "no certificate in file".into()));
+    }
+    let key_der = rustls_pemfile::private_key(&mut &read(key)?[..])
+        .map_err(|e| tls_err(key, e.to_string()))?
+        .ok_or_else(|| tls_err(key, "no private key in file".into()))?;
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .map_err(|e| tls_err(cert, e.to_string()))?
+    .with_no_client_auth()
+    .with_single_cert(certs, key_der)
+    .map_err(|e| tls_err(key, e.to_string()))?;
+    Ok(Arc::new(config))
+}
+
+async fn serve_connection<IO>(svc: Arc<Service>, io: IO)
+where
+    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let timeout = svc.limits.read_timeout;
+    let service = service_fn(move |req| {
+        let svc = svc.clone();
+        async move { Ok::<_, std::convert::Infallible>(handle(svc, req).await) }
+    });
+    let _ = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(timeout)
+        .keep_alive(true)
+        .serve_connection(TokioIo::new(io), service)
+        .await;
+}
+
+/// Accepts connections until the listener fails; with `tls`, every connection is HTTPS.
+pub async fn serve(
+    svc: Arc<Service>,
+    listener: TcpListener,
+    tls: Option<Arc<rustls::ServerConfig>>,
+) -> std::io::Result<()> {
+    let scheme = if tls.is_some() { "https" } else { "http" };
     *svc.ctx
         .downloads
         .public_base
         .lock()
-        .unwrap_or_else(|p| p.into_inner()) = format!("http://{}", listener.local_addr()?);
+        .unwrap_or_else(|p| p.into_inner()) = format!("{scheme}://{}", listener.local_addr()?);
+    let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
     loop {
         let (stream, _peer) = listener.accept().await?;
         let _ = stream.set_nodelay(true);
         let svc = svc.clone();
+        let acceptor = acceptor.clone();
         tokio::spawn(async move {
-            let timeout = svc.limits.read_timeout;
-            let service = service_fn(move |req| {
-                let svc = svc.clone();
-                async move { Ok::<_, std::convert::Infallible>(handle(svc, req).await) }
-            });
-            let _ = http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(timeout)
-                .keep_alive(true)
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
+            match acceptor {
+                None => serve_connection(svc, stream).await,
+                Some(acceptor) => {
+                    let handshake =
+                        tokio::time::timeout(svc.limits.read_timeout, acceptor.accept(stream))
+                            .await;
+                    if let Ok(Ok(tls_stream)) = handshake {
+                        serve_connection(svc, tls_stream).await;
+                    }
+                }
+            }
         });
     }
 }

@@ -11,7 +11,7 @@ pub mod params;
 pub use commands::Context;
 pub use downloads::Downloads;
 pub use error::{ApiError, Error, Result};
-pub use http::{serve, Limits, Service};
+pub use http::{serve, tls_config, Limits, Service};
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -36,3 +36,4 @@ pub fn read_keys(path: &Path) -> Result<HashSet<String>> {
     }
     Ok(keys)
 }
+pub use rustls;
