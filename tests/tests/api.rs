@@ -767,3 +767,33 @@ fn https_with_the_configured_certificate() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+#[test]
+fn documented_examples_answer_as_documented() {
+    let srv = start();
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/api.md"))
+        .unwrap();
+    let lines: Vec<&str> = doc.lines().collect();
+    let mut checked = 0;
+    for pair in lines.windows(2) {
+        let (Some(target), Some(expected)) = (
+            pair[0].strip_prefix("GET "),
+            pair[1].strip_prefix("→ Code "),
+        ) else {
+            continue;
+        };
+        let target = target.replace("KEY", KEY);
+        let r = srv.raw(
+            format!("GET {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+        );
+        let code_json = format!("\"Code\":\"{expected}\"");
+        let code_xml = format!("Code=\"{expected}\"");
+        assert!(
+            r.contains(&code_json) || r.contains(&code_xml),
+            "{target}: {}",
+            &r[..r.len().min(600)]
+        );
+        checked += 1;
+    }
+    assert!(checked >= 12, "only {checked} examples found");
+}
