@@ -431,6 +431,75 @@ fn the_api_answers_like_majestic() {
         .unwrap()
         .is_empty());
 
+    // Sorting by another key within the filtering depth.
+    let by_first = srv.json(&[
+        ("cmd", "GetBackLinkData"),
+        ("item", &domain),
+        ("Count", "50"),
+        ("SortBy1", "FirstSeen"),
+        ("SortDir1", "asc"),
+        ("SortBy2", "SourceUrl"),
+        ("SortDir2", "asc"),
+    ]);
+    let rows = by_first["DataTables"]["BackLinks"]["Data"]
+        .as_array()
+        .unwrap();
+    assert_eq!(rows.len(), 50);
+    let keys: Vec<(String, String)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["FirstIndexedDate"].as_str().unwrap().to_string(),
+                r["SourceURL"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert!(keys.windows(2).all(|w| w[0] <= w[1]), "{keys:?}");
+
+    // XML as Majestic's own connector fixture has it: same global variable names, and the
+    // fixture's (2015) GetIndexItemInfo columns appear in our header in the same order.
+    if let Some(fixture) = testdata::shared("majestic-api/java-connector-example_response.xml") {
+        let fixture = std::fs::read_to_string(fixture).unwrap();
+        let ours = srv.xml(
+            "/api/xml",
+            &[
+                ("cmd", "GetIndexItemInfo"),
+                ("items", "1"),
+                ("item0", &domain),
+            ],
+        );
+        let attr_names = |xml: &str, element: &str| -> Vec<String> {
+            let start = xml.find(&format!("<{element} ")).unwrap();
+            let mut rest = &xml[start..start + xml[start..].find('>').unwrap()];
+            let mut names = Vec::new();
+            while let Some(eq) = rest.find("=\"") {
+                names.push(rest[..eq].rsplit(' ').next().unwrap().to_string());
+                let after = &rest[eq + 2..];
+                rest = &after[after.find('"').unwrap() + 1..];
+            }
+            names
+        };
+        for g in attr_names(&fixture, "GlobalVars") {
+            assert!(ours.contains(&format!(" {g}=\"")), "global {g} missing");
+        }
+        let headers = |xml: &str| -> Vec<String> {
+            let at = xml.find("Headers=\"").unwrap() + 9;
+            xml[at..at + xml[at..].find('"').unwrap()]
+                .split('|')
+                .map(str::to_string)
+                .collect()
+        };
+        let (theirs, mine) = (headers(&fixture), headers(&ours));
+        let mut it = mine.iter();
+        for col in &theirs {
+            assert!(
+                it.any(|m| m == col),
+                "fixture column {col} missing or out of order"
+            );
+        }
+        assert!(ours.contains("MaxTopicsRootDomain=\"30\""));
+    }
+
     // The real WARC's links are served too.
     let cc = srv.json(&[
         ("cmd", "GetIndexItemInfo"),

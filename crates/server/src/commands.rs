@@ -44,7 +44,12 @@ impl Context {
     }
 
     /// Global variables every data response carries.
-    fn globals(&self, reply: &mut Reply, kind: IndexKind, store: &Store) -> Result<(), ApiError> {
+    pub(crate) fn globals(
+        &self,
+        reply: &mut Reply,
+        kind: IndexKind,
+        store: &Store,
+    ) -> Result<(), ApiError> {
         let c = store.index_counters().map_err(internal)?;
         let build = format_day(c.last_crawl_day.max(1) as u32);
         reply.global("IndexBuildDate", format!("{build} 00:00:00"));
@@ -448,6 +453,67 @@ fn cap(p: &Params, name: &str) -> Result<Option<usize>, ApiError> {
     Ok((v >= 0).then_some(v as usize))
 }
 
+/// A GetBackLinkData sort value: numbers and texts compare within their kind.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+enum SortValue {
+    Num(i64),
+    Text(String),
+}
+
+const BACKLINK_SORT_KEYS: &[&str] = &[
+    "anchortext",
+    "datedeleted",
+    "domaincitationflow",
+    "domaintrustflow",
+    "externaloutlinks",
+    "firstseen",
+    "internaloutlinks",
+    "lastseen",
+    "outdomainsexternal",
+    "sourcecitationflow",
+    "sourcetrustflow",
+    "sourceurl",
+    "targeturllength",
+    "totaloutlinks",
+];
+
+/// `SortBy1`/`SortDir1` and `SortBy2`/`SortDir2` (`asc` or `desc`, default `desc`).
+fn backlink_sort_keys(p: &Params) -> Result<Vec<(String, bool)>, ApiError> {
+    let mut keys = Vec::new();
+    for n in 1..=2 {
+        let Some(by) = p
+            .get(&format!("SortBy{n}"))
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        else {
+            continue;
+        };
+        let by = by.to_ascii_lowercase();
+        if !BACKLINK_SORT_KEYS.contains(&by.as_str()) {
+            return Err(ApiError::new(
+                "InvalidParameter",
+                format!("SortBy{n}={by:?} is not a sort key"),
+            ));
+        }
+        let desc = match p
+            .get(&format!("SortDir{n}"))
+            .map(|d| d.trim().to_ascii_lowercase())
+        {
+            None => true,
+            Some(d) if d == "desc" || d.is_empty() => true,
+            Some(d) if d == "asc" => false,
+            Some(d) => {
+                return Err(ApiError::new(
+                    "InvalidParameter",
+                    format!("SortDir{n} must be asc or desc, not {d:?}"),
+                ))
+            }
+        };
+        keys.push((by, desc));
+    }
+    Ok(keys)
+}
+
 fn domain_of(url: &str) -> String {
     let host = linkstore::host_of(url);
     linkstore::root_domain(host).unwrap_or(host).to_string()
@@ -476,14 +542,20 @@ fn get_back_link_data(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
         .map(str::trim)
         .filter(|t| !t.is_empty())
         .map(str::to_string);
+    let sort_keys = backlink_sort_keys(p)?;
+    // Filtering by topic or sorting by another key works on a scanned window
+    // (`FilteringDepth` rows, as Majestic does), then pages through it.
+    let post_process = filter_topic.is_some() || !sort_keys.is_empty();
+    let depth = if sort_keys.is_empty() {
+        MAX_BACKLINK_COUNT as i64
+    } else {
+        p.int("FilteringDepth", 5_000)?
+            .clamp(1, MAX_BACKLINK_COUNT as i64)
+    };
     let q = BacklinkQuery {
-        from: if filter_topic.is_some() {
-            0
-        } else {
-            from as usize
-        },
-        count: if filter_topic.is_some() {
-            MAX_BACKLINK_COUNT
+        from: if post_process { 0 } else { from as usize },
+        count: if post_process {
+            depth as usize
         } else {
             count as usize
         },
@@ -496,36 +568,75 @@ fn get_back_link_data(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
             .filter(|d| !d.is_empty())
             .map(str::to_string),
     };
-    let mut rows = store.backlinks(&item, &q).map_err(internal)?;
-    // Source and target metrics in two batched reads.
-    let sources: Vec<Item> = rows
+    let scanned = store.backlinks(&item, &q).map_err(internal)?;
+    let sources: Vec<Item> = scanned
         .iter()
         .map(|r| Item::url(r.source_url.clone()))
         .collect();
-    let mut source_metrics = store.metrics_many(&sources).map_err(internal)?;
-    if let Some(topic) = &filter_topic {
-        // FilterTopic: only links whose source page has the topic.
-        let keep: Vec<bool> = source_metrics
-            .iter()
-            .map(|m| {
-                m.as_ref()
+    let all_source_metrics = store.metrics_many(&sources).map_err(internal)?;
+    let all_source_counters = store.counters_many(&sources).map_err(internal)?;
+    let mut order: Vec<usize> = (0..scanned.len())
+        .filter(|&i| {
+            filter_topic.as_ref().is_none_or(|topic| {
+                all_source_metrics[i]
+                    .as_ref()
                     .is_some_and(|m| m.topics.iter().any(|(t, _)| t == topic))
             })
-            .collect();
-        let mut it = keep.iter();
-        rows.retain(|_| *it.next().expect("one flag per row"));
-        let mut it = keep.iter();
-        source_metrics.retain(|_| *it.next().expect("one flag per row"));
-        let start = (from as usize).min(rows.len());
-        let end = (start + count as usize).min(rows.len());
-        rows = rows[start..end].to_vec();
-        source_metrics = source_metrics[start..end].to_vec();
-    }
-    let sources: Vec<Item> = rows
-        .iter()
-        .map(|r| Item::url(r.source_url.clone()))
+        })
         .collect();
-    let source_counters = store.counters_many(&sources).map_err(internal)?;
+    if !sort_keys.is_empty() {
+        let domains: Vec<Item> = scanned
+            .iter()
+            .map(|r| Item::domain(domain_of(&r.source_url)))
+            .collect();
+        let domain_metrics = store.metrics_many(&domains).map_err(internal)?;
+        let key = |i: usize, k: &str| -> SortValue {
+            let r = &scanned[i];
+            let c = all_source_counters[i].unwrap_or_default();
+            let dm = domain_metrics[i].clone().unwrap_or_default();
+            match k {
+                "anchortext" => SortValue::Text(r.anchor_text.to_lowercase()),
+                "sourceurl" => SortValue::Text(r.source_url.clone()),
+                "datedeleted" => SortValue::Num(i64::from(r.date_lost)),
+                "domaintrustflow" => SortValue::Num(i64::from(dm.trust_flow)),
+                "domaincitationflow" => SortValue::Num(i64::from(dm.citation_flow)),
+                "externaloutlinks" => SortValue::Num(c.out_links_external),
+                "internaloutlinks" => SortValue::Num(c.out_links_internal),
+                "totaloutlinks" => SortValue::Num(c.out_links_external + c.out_links_internal),
+                "outdomainsexternal" => SortValue::Num(c.out_domains_external),
+                "firstseen" => SortValue::Num(i64::from(r.first_seen)),
+                "lastseen" => SortValue::Num(i64::from(r.last_seen)),
+                "sourcecitationflow" => SortValue::Num(i64::from(r.source_flow.citation_flow)),
+                "targeturllength" => SortValue::Num(r.target_url.len() as i64),
+                _ => SortValue::Num(i64::from(r.source_flow.trust_flow)),
+            }
+        };
+        // Stable: ties keep the SourceTrustFlow order.
+        order.sort_by(|&a, &b| {
+            for (k, desc) in &sort_keys {
+                let o = key(a, k).cmp(&key(b, k));
+                let o = if *desc { o.reverse() } else { o };
+                if o.is_ne() {
+                    return o;
+                }
+            }
+            std::cmp::Ordering::Equal
+        });
+    }
+    if post_process {
+        order = order
+            .into_iter()
+            .skip(from as usize)
+            .take(count as usize)
+            .collect();
+    }
+    let rows: Vec<&LinkRecord> = order.iter().map(|&i| &scanned[i]).collect();
+    let source_metrics: Vec<Option<linkstore::ItemMetrics>> = order
+        .iter()
+        .map(|&i| all_source_metrics[i].clone())
+        .collect();
+    let source_counters: Vec<Option<linkstore::Counters>> =
+        order.iter().map(|&i| all_source_counters[i]).collect();
     let targets: Vec<Item> = rows
         .iter()
         .map(|r| Item::url(r.target_url.clone()))

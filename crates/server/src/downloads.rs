@@ -433,6 +433,7 @@ pub fn download_back_links(ctx: &Arc<Context>, p: &Params) -> Result<Reply, ApiE
         }
     });
     let mut reply = Reply::ok();
+    ctx.globals(&mut reply, index, store_of(ctx, index))?;
     reply.code = "QueuedForProcessing".into();
     reply.global("DownloadJobID", id.as_str());
     let mut t = Table::new("DownloadBackLinks", vec!["JobID".into(), "Status".into()]);
@@ -494,7 +495,9 @@ pub fn get_downloads_list(ctx: &Context, p: &Params) -> Result<Reply, ApiError> 
             format!("{} rows", j.rows).into(),
         ]);
     }
+    drop(jobs);
     let mut reply = Reply::ok();
+    ctx.globals(&mut reply, IndexKind::Historic, &ctx.historic)?;
     reply.tables.push(t);
     Ok(reply)
 }
@@ -526,6 +529,7 @@ pub fn delete_downloads(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
         }
     }
     let mut reply = Reply::ok();
+    ctx.globals(&mut reply, IndexKind::Historic, &ctx.historic)?;
     reply.tables.push(t);
     Ok(reply)
 }
