@@ -79,6 +79,27 @@ fn internal(e: linkstore::Error) -> ApiError {
     ApiError::new("InternalError", e.to_string())
 }
 
+/// A batched read in which repeated items are read once (backlinks of one URL share a
+/// target; links from one domain share a domain).
+fn read_unique<T: Clone>(
+    items: &[Item],
+    read: impl Fn(&[Item]) -> linkstore::Result<Vec<Option<T>>>,
+) -> Result<Vec<Option<T>>, ApiError> {
+    let mut index: std::collections::HashMap<&Item, usize> = Default::default();
+    let mut unique: Vec<Item> = Vec::new();
+    let slots: Vec<usize> = items
+        .iter()
+        .map(|i| {
+            *index.entry(i).or_insert_with(|| {
+                unique.push(i.clone());
+                unique.len() - 1
+            })
+        })
+        .collect();
+    let values = read(&unique).map_err(internal)?;
+    Ok(slots.into_iter().map(|s| values[s].clone()).collect())
+}
+
 fn day_or_empty(d: i64) -> Value {
     if d > 0 {
         Value::Str(format_day(d as u32))
@@ -589,7 +610,7 @@ fn get_back_link_data(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
             .iter()
             .map(|r| Item::domain(domain_of(&r.source_url)))
             .collect();
-        let domain_metrics = store.metrics_many(&domains).map_err(internal)?;
+        let domain_metrics = read_unique(&domains, |i| store.metrics_many(i))?;
         let key = |i: usize, k: &str| -> SortValue {
             let r = &scanned[i];
             let c = all_source_counters[i].unwrap_or_default();
@@ -641,7 +662,7 @@ fn get_back_link_data(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
         .iter()
         .map(|r| Item::url(r.target_url.clone()))
         .collect();
-    let target_metrics = store.metrics_many(&targets).map_err(internal)?;
+    let target_metrics = read_unique(&targets, |i| store.metrics_many(i))?;
     let show_domains = p.int("ShowDomainInfo", 0)? == 1;
     let mut domain_ids: std::collections::BTreeMap<String, i64> = Default::default();
     let total = store

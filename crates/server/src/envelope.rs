@@ -36,7 +36,7 @@ impl Value {
             Value::Int(i) => {
                 let _ = write!(out, "{i}");
             }
-            Value::Str(s) => out.push_str(&serde_json::to_string(s).expect("strings serialise")),
+            Value::Str(s) => push_json_str(out, s),
         }
     }
 }
@@ -126,7 +126,8 @@ impl Reply {
     }
 
     pub fn to_json(&self) -> String {
-        let mut out = String::with_capacity(1024);
+        let rows: usize = self.tables.iter().map(|t| t.rows.len() * t.columns.len()).sum();
+        let mut out = String::with_capacity(1024 + rows * 24);
         out.push('{');
         let mut first = true;
         let mut field = |out: &mut String, k: &str, v: &Value| {
@@ -134,7 +135,7 @@ impl Reply {
                 out.push(',');
             }
             first = false;
-            out.push_str(&serde_json::to_string(k).expect("keys serialise"));
+            push_json_str(out, k);
             out.push(':');
             v.json(out);
         };
@@ -158,28 +159,38 @@ impl Reply {
                 if i > 0 {
                     out.push(',');
                 }
-                out.push_str(&serde_json::to_string(&t.name).expect("names serialise"));
+                push_json_str(&mut out, &t.name);
                 out.push_str(":{\"Headers\":{");
                 for (j, (k, v)) in t.params.iter().enumerate() {
                     if j > 0 {
                         out.push(',');
                     }
-                    out.push_str(&serde_json::to_string(k).expect("keys serialise"));
+                    push_json_str(&mut out, k);
                     out.push(':');
                     v.json(&mut out);
                 }
                 out.push_str("},\"Data\":[");
+                // Column names are encoded once per table, not once per row.
+                let keys: Vec<String> = t
+                    .columns
+                    .iter()
+                    .map(|c| {
+                        let mut k = String::with_capacity(c.len() + 3);
+                        push_json_str(&mut k, c);
+                        k.push(':');
+                        k
+                    })
+                    .collect();
                 for (r, row) in t.rows.iter().enumerate() {
                     if r > 0 {
                         out.push(',');
                     }
                     out.push('{');
-                    for (c, (col, v)) in t.columns.iter().zip(row).enumerate() {
+                    for (c, (key, v)) in keys.iter().zip(row).enumerate() {
                         if c > 0 {
                             out.push(',');
                         }
-                        out.push_str(&serde_json::to_string(col).expect("columns serialise"));
-                        out.push(':');
+                        out.push_str(key);
                         v.json(&mut out);
                     }
                     out.push('}');
@@ -233,6 +244,34 @@ impl Reply {
         out.push_str("</Result>");
         out
     }
+}
+
+/// Appends `s` as a JSON string literal, copying runs of plain characters at once.
+fn push_json_str(out: &mut String, s: &str) {
+    out.push('"');
+    let mut start = 0;
+    for (i, c) in s.char_indices() {
+        let escape = match c {
+            '"' => "\\\"",
+            '\\' => "\\\\",
+            '\n' => "\\n",
+            '\r' => "\\r",
+            '\t' => "\\t",
+            '\u{8}' => "\\b",
+            '\u{c}' => "\\f",
+            c if (c as u32) < 0x20 => "",
+            _ => continue,
+        };
+        out.push_str(&s[start..i]);
+        if escape.is_empty() {
+            let _ = write!(out, "\\u{:04x}", c as u32);
+        } else {
+            out.push_str(escape);
+        }
+        start = i + c.len_utf8();
+    }
+    out.push_str(&s[start..]);
+    out.push('"');
 }
 
 /// A cell of a pipe-joined XML row: `|` doubled, empty written as one space.
@@ -289,6 +328,15 @@ mod tests {
         assert_eq!(j["DataTables"]["Results"]["Data"][0]["Note"], "");
         let text = sample().to_json();
         assert!(text.starts_with(r#"{"Code":"OK","ErrorMessage":"","FullError":"","IndexType":0"#));
+    }
+
+    #[test]
+    fn json_strings_escape_like_serde() {
+        for s in ["plain", "quote \" and \\ back", "line\nbreak\ttab\r", "ctl \u{1}\u{1f}\u{8}\u{c}", "ünï ☃ 🦀", ""] {
+            let mut out = String::new();
+            push_json_str(&mut out, s);
+            assert_eq!(out, serde_json::to_string(s).unwrap());
+        }
     }
 
     #[test]
