@@ -23,7 +23,15 @@ pub struct Context {
 }
 
 impl Context {
-    fn index(&self, p: &Params) -> Result<(IndexKind, &Store), ApiError> {
+    pub(crate) fn store(&self, kind: IndexKind) -> &Store {
+        match kind {
+            IndexKind::Fresh => &self.fresh,
+            IndexKind::Historic => &self.historic,
+        }
+    }
+
+    /// The index a request names with `datasource` (historic by default).
+    pub(crate) fn index(&self, p: &Params) -> Result<(IndexKind, &Store), ApiError> {
         let kind = match p.get("datasource") {
             None => IndexKind::Historic,
             Some(v) => v.parse().map_err(|_| {
@@ -33,14 +41,7 @@ impl Context {
                 )
             })?,
         };
-        Ok((
-            kind,
-            if kind == IndexKind::Fresh {
-                &self.fresh
-            } else {
-                &self.historic
-            },
-        ))
+        Ok((kind, self.store(kind)))
     }
 
     /// Global variables every data response carries.

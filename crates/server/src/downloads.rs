@@ -335,14 +335,6 @@ fn export(store: &Store, item: &Item, path: &Path, cancel: &AtomicBool) -> Resul
     Ok(rows)
 }
 
-fn store_of(ctx: &Context, index: IndexKind) -> &Store {
-    if index == IndexKind::Fresh {
-        &ctx.fresh
-    } else {
-        &ctx.historic
-    }
-}
-
 /// DownloadBackLinks: queues an export and answers `QueuedForProcessing` with its JobID.
 pub fn download_back_links(ctx: &Arc<Context>, p: &Params) -> Result<Reply, ApiError> {
     let downloads = &ctx.downloads;
@@ -354,15 +346,7 @@ pub fn download_back_links(ctx: &Arc<Context>, p: &Params) -> Result<Reply, ApiE
         .filter(|s| !s.is_empty())
         .ok_or_else(|| ApiError::new("MissingParameter", "parameter 'Query' is required"))?;
     let item = Item::parse(raw).map_err(|e| ApiError::new("InvalidItem", format!("Query: {e}")))?;
-    let index = match p.get("datasource") {
-        None => IndexKind::Historic,
-        Some(v) => v.parse().map_err(|_| {
-            ApiError::new(
-                "InvalidDataSource",
-                format!("datasource must be 'historic' or 'fresh', not {v:?}"),
-            )
-        })?,
-    };
+    let (index, _) = ctx.index(p)?;
     let id = new_job_id();
     let day = format_day((now() / 86_400) as u32);
     let safe: String = item
@@ -409,7 +393,7 @@ pub fn download_back_links(ctx: &Arc<Context>, p: &Params) -> Result<Reply, ApiE
         let d = &ctx2.downloads;
         d.update(&id2, |j| j.status = status::PROCESSING);
         let path = d.dir.join(&job.file_name);
-        let result = export(store_of(&ctx2, index), &item, &path, &cancel);
+        let result = export(ctx2.store(index), &item, &path, &cancel);
         d.cancel
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -433,7 +417,7 @@ pub fn download_back_links(ctx: &Arc<Context>, p: &Params) -> Result<Reply, ApiE
         }
     });
     let mut reply = Reply::ok();
-    ctx.globals(&mut reply, index, store_of(ctx, index))?;
+    ctx.globals(&mut reply, index, ctx.store(index))?;
     reply.code = "QueuedForProcessing".into();
     reply.global("DownloadJobID", id.as_str());
     let mut t = Table::new("DownloadBackLinks", vec!["JobID".into(), "Status".into()]);

@@ -126,7 +126,11 @@ impl Reply {
     }
 
     pub fn to_json(&self) -> String {
-        let rows: usize = self.tables.iter().map(|t| t.rows.len() * t.columns.len()).sum();
+        let rows: usize = self
+            .tables
+            .iter()
+            .map(|t| t.rows.len() * t.columns.len())
+            .sum();
         let mut out = String::with_capacity(1024 + rows * 24);
         out.push('{');
         let mut first = true;
@@ -332,7 +336,14 @@ mod tests {
 
     #[test]
     fn json_strings_escape_like_serde() {
-        for s in ["plain", "quote \" and \\ back", "line\nbreak\ttab\r", "ctl \u{1}\u{1f}\u{8}\u{c}", "ünï ☃ 🦀", ""] {
+        for s in [
+            "plain",
+            "quote \" and \\ back",
+            "line\nbreak\ttab\r",
+            "ctl \u{1}\u{1f}\u{8}\u{c}",
+            "ünï ☃ 🦀",
+            "",
+        ] {
             let mut out = String::new();
             push_json_str(&mut out, s);
             assert_eq!(out, serde_json::to_string(s).unwrap());
