@@ -278,11 +278,14 @@ pub fn build(
         .map(|(i, u)| (u.as_str(), i))
         .collect();
     let flow_of = |url: &str| match index.get(url) {
-        Some(&v) => FlowPair {
-            trust_flow: scale::trust_flow(tf.scores[v]),
-            citation_flow: scale::citation_flow(cf.scores[v]),
-        },
-        None => FlowPair::default(),
+        Some(&v) => (
+            FlowPair {
+                trust_flow: scale::trust_flow(tf.scores[v]),
+                citation_flow: scale::citation_flow(cf.scores[v]),
+            },
+            topics_for(g.domain_of_url(v), tf.scores[v]),
+        ),
+        None => (FlowPair::default(), Vec::new()),
     };
     let report = update.finish(flow_of, &mut |rows| {
         progress(&format!("re-ordered {rows} backlink rows"))

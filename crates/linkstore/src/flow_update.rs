@@ -9,7 +9,7 @@ use crate::error::Result;
 use crate::item::Item;
 use crate::keys::{backlink_key, metrics_key};
 use crate::metrics::ItemMetrics;
-use crate::record::{FlowPair, LinkRecord};
+use crate::record::{FlowPair, LinkRecord, SOURCE_TOPICS, TARGET_TOPICS};
 use crate::store::{prefix_successor, Store, CF_BACKLINKS, CF_META, CF_METRICS};
 use rocksdb::{WriteBatch, WriteOptions};
 use std::sync::MutexGuard;
@@ -100,11 +100,11 @@ impl FlowUpdate<'_> {
     }
 
     /// Copies every backlink row of the serving generation into the next one with the
-    /// flows `flow_of(url)` gives (re-keyed by the new SourceTrustFlow), makes the next
+    /// flows and top topics `flow_of(url)` gives (re-keyed by the new SourceTrustFlow), makes the next
     /// generation durable, switches to it, and drops the old one.
     pub fn finish(
         mut self,
-        flow_of: impl Fn(&str) -> FlowPair,
+        flow_of: impl Fn(&str) -> (FlowPair, Vec<(String, u8)>),
         progress: &mut dyn FnMut(u64),
     ) -> Result<FlowUpdateReport> {
         let s = self.store;
@@ -122,8 +122,14 @@ impl FlowUpdate<'_> {
         it.seek(prefix);
         while let (Some(k), Some(v)) = (it.key(), it.value()) {
             let mut rec = LinkRecord::decode(v)?;
-            rec.source_flow = flow_of(&rec.source_url);
-            rec.target_flow = flow_of(&rec.target_url);
+            let (source_flow, source_topics) = flow_of(&rec.source_url);
+            let (target_flow, mut target_topics) = flow_of(&rec.target_url);
+            rec.source_flow = source_flow;
+            rec.source_topics = source_topics;
+            rec.source_topics.truncate(SOURCE_TOPICS);
+            target_topics.truncate(TARGET_TOPICS);
+            rec.target_flow = target_flow;
+            rec.target_topics = target_topics;
             let item_hash = u64::from_be_bytes(k[1..9].try_into().expect("26-byte key"));
             let link: [u8; 16] = k[10..26].try_into().expect("26-byte key");
             let key = backlink_key(self.next, item_hash, rec.source_flow.trust_flow, &link);

@@ -23,7 +23,9 @@ pub use item::{host_of, normalize_host, normalize_url, root_domain, Item, Level,
 pub use keys::ItemHasher;
 pub use metrics::ItemMetrics;
 pub use page::{day_of, format_day, parse_day, CrawlOutcome, OutLink, PageCrawl, PageState};
-pub use record::{flags, FlowPair, LinkKind, LinkRecord, LostReason};
+pub use record::{
+    flags, FlowPair, LinkKind, LinkRecord, LostReason, SourceOutlinks, SOURCE_TOPICS, TARGET_TOPICS,
+};
 pub use store::{
     BacklinkQuery, Store, StoreOptions, TimelinePoint, FORMAT_VERSION, MAX_BACKLINK_COUNT,
 };

@@ -6,7 +6,7 @@ use crate::error::{Error, Result};
 use roaring::RoaringBitmap;
 use std::net::IpAddr;
 
-pub const RECORD_VERSION: u8 = 1;
+pub const RECORD_VERSION: u8 = 2;
 
 /// How the link is made in the source page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -126,6 +126,42 @@ pub struct LinkRecord {
     pub source_ip: Option<IpAddr>,
     /// Every day the link was seen.
     pub history: RoaringBitmap,
+    /// The source page's live out-links when this record was last written.
+    pub source_out: SourceOutlinks,
+    /// Top topics of the source page (at most [`SOURCE_TOPICS`]) and of the target
+    /// (at most [`TARGET_TOPICS`]), as of the serving flow build.
+    pub source_topics: Vec<(String, u8)>,
+    pub target_topics: Vec<(String, u8)>,
+}
+
+/// Topics kept per link end in a record.
+pub const SOURCE_TOPICS: usize = 3;
+pub const TARGET_TOPICS: usize = 1;
+
+/// Out-link counts of a source page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SourceOutlinks {
+    pub external: u32,
+    pub internal: u32,
+    /// Distinct external root domains linked.
+    pub external_domains: u32,
+}
+
+fn put_topics(out: &mut Vec<u8>, topics: &[(String, u8)]) {
+    put_uvarint(out, topics.len() as u64);
+    for (t, v) in topics {
+        put_bytes(out, t.as_bytes());
+        out.push(*v);
+    }
+}
+
+fn read_topics(r: &mut Reader<'_>) -> Result<Vec<(String, u8)>> {
+    let n = r.uvarint()? as usize;
+    let mut v = Vec::with_capacity(n.min(16));
+    for _ in 0..n {
+        v.push((r.string()?, r.u8()?));
+    }
+    Ok(v)
 }
 
 impl LinkRecord {
@@ -184,6 +220,11 @@ impl LinkRecord {
             .serialize_into(&mut hist)
             .expect("writing to a Vec cannot fail");
         put_bytes(&mut out, &hist);
+        put_uvarint(&mut out, u64::from(self.source_out.external));
+        put_uvarint(&mut out, u64::from(self.source_out.internal));
+        put_uvarint(&mut out, u64::from(self.source_out.external_domains));
+        put_topics(&mut out, &self.source_topics);
+        put_topics(&mut out, &self.target_topics);
         out
     }
 
@@ -224,6 +265,13 @@ impl LinkRecord {
         };
         let history = RoaringBitmap::deserialize_from(r.bytes()?)
             .map_err(|e| Error::corrupt("links", format!("crawl history: {e}")))?;
+        let source_out = SourceOutlinks {
+            external: r.u32v()?,
+            internal: r.u32v()?,
+            external_domains: r.u32v()?,
+        };
+        let source_topics = read_topics(&mut r)?;
+        let target_topics = read_topics(&mut r)?;
         Ok(LinkRecord {
             source_url,
             target_url,
@@ -240,6 +288,9 @@ impl LinkRecord {
             target_flow,
             source_ip,
             history,
+            source_out,
+            source_topics,
+            target_topics,
         })
     }
 }
@@ -272,6 +323,13 @@ mod tests {
             },
             source_ip: Some("2001:db8::1".parse().unwrap()),
             history: RoaringBitmap::new(),
+            source_out: SourceOutlinks {
+                external: 12,
+                internal: 300,
+                external_domains: 5,
+            },
+            source_topics: vec![("News".into(), 40), ("Arts".into(), 3)],
+            target_topics: vec![("Health".into(), 9)],
         };
         rec.history.insert(19_000);
         rec.history.insert(19_500);

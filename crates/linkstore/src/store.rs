@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Mutex;
 
 /// Version of the key layout and column-family set, stored under `meta/format`.
-pub const FORMAT_VERSION: u8 = 2;
+pub const FORMAT_VERSION: u8 = 3;
 
 pub(crate) const CF_META: &str = "meta";
 pub(crate) const CF_LINKS: &str = "links";

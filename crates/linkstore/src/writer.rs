@@ -20,7 +20,9 @@ use crate::keys::{
     DistinctKind,
 };
 use crate::page::{day_of, CrawlOutcome, OutLink, PageCrawl, PageState};
-use crate::record::{flags, FlowPair, LinkKind, LinkRecord, LostReason};
+use crate::record::{
+    flags, FlowPair, LinkKind, LinkRecord, LostReason, SourceOutlinks, SOURCE_TOPICS, TARGET_TOPICS,
+};
 use crate::store::*;
 use rocksdb::{ReadOptions, WriteBatch};
 
@@ -110,8 +112,8 @@ pub struct Writer<'a> {
     _lock: std::sync::MutexGuard<'a, ()>,
     /// Backlink generation written to; fixed while the lock is held.
     generation: u8,
-    /// Current flow metrics of URLs, cached for the batch.
-    flows: HashMap<String, FlowPair>,
+    /// Current flow metrics and top topics of URLs, cached for the batch.
+    flows: HashMap<String, UrlMetrics>,
     batch: SortedBatch,
     pages: HashMap<String, PageState>,
     /// Link sets of the pages touched in this batch, by source URL then target URL.
@@ -206,8 +208,10 @@ impl<'a> Writer<'a> {
             self.add_counters_for_url(&crawl.url, &delta, true);
         }
 
-        let source_flow = self.url_flow(&crawl.url)?;
+        let source = self.url_metrics(&crawl.url)?;
+        let source_flow = source.flow;
         let existing = self.load_links(&crawl.url, source_flow)?;
+        let page_out = page_outlinks(&crawl.url, &found);
         let lost_reason = match &crawl.outcome {
             CrawlOutcome::Gone { status: 410 } => LostReason::PageGone,
             CrawlOutcome::Gone { .. } => LostReason::PageNotFound,
@@ -222,6 +226,7 @@ impl<'a> Writer<'a> {
                 new.set_flag(flags::DELETED, true);
                 new.date_lost = day;
                 new.lost_reason = lost_reason;
+                new.source_out = page_out;
                 stats.links_deleted += 1;
                 changes.push((Some(rec.clone()), new));
             }
@@ -249,7 +254,11 @@ impl<'a> Writer<'a> {
             };
             describe(&mut new, link, crawl.ip);
             new.source_flow = source_flow;
-            new.target_flow = self.url_flow(&link.target)?;
+            new.source_topics = top(&source.topics, SOURCE_TOPICS);
+            let target = self.url_metrics(&link.target)?;
+            new.target_flow = target.flow;
+            new.target_topics = top(&target.topics, TARGET_TOPICS);
+            new.source_out = page_out;
             if let CrawlOutcome::Redirect { status, .. } = crawl.outcome {
                 new.redirect_status = status;
             }
@@ -280,7 +289,7 @@ impl<'a> Writer<'a> {
         day: u32,
         found: &BTreeMap<String, OutLink>,
     ) -> Result<()> {
-        let source_flow = self.url_flow(url)?;
+        let source_flow = self.url_metrics(url)?.flow;
         let existing = self.load_links(url, source_flow)?;
         for target in found.keys() {
             if let Some(old) = existing.get(target) {
@@ -304,18 +313,21 @@ impl<'a> Writer<'a> {
     }
 
     /// Trust and Citation Flow of a URL from the serving flow build (0 before any).
-    fn url_flow(&mut self, url: &str) -> Result<FlowPair> {
+    fn url_metrics(&mut self, url: &str) -> Result<UrlMetrics> {
         if let Some(f) = self.flows.get(url) {
-            return Ok(*f);
+            return Ok(f.clone());
         }
         let f = self
             .store
             .metrics(&Item::url(url))?
-            .map_or(FlowPair::default(), |m| FlowPair {
-                trust_flow: m.trust_flow,
-                citation_flow: m.citation_flow,
+            .map_or(UrlMetrics::default(), |m| UrlMetrics {
+                flow: FlowPair {
+                    trust_flow: m.trust_flow,
+                    citation_flow: m.citation_flow,
+                },
+                topics: m.topics,
             });
-        self.flows.insert(url.to_string(), f);
+        self.flows.insert(url.to_string(), f.clone());
         Ok(f)
     }
 
@@ -738,6 +750,35 @@ fn write_ranked<T>(
             batch.delete(cf_rows, key);
         }
     }
+}
+
+/// Flow metrics and topics of a URL as of the serving flow build.
+#[derive(Debug, Clone, Default)]
+struct UrlMetrics {
+    flow: FlowPair,
+    topics: Vec<(String, u8)>,
+}
+
+fn top(topics: &[(String, u8)], n: usize) -> Vec<(String, u8)> {
+    topics.iter().take(n).cloned().collect()
+}
+
+/// Live out-links of a page as one crawl shows them.
+fn page_outlinks(page: &str, found: &BTreeMap<String, OutLink>) -> SourceOutlinks {
+    let own = domain_of_url(page);
+    let mut out = SourceOutlinks::default();
+    let mut domains = HashSet::new();
+    for target in found.keys() {
+        let d = domain_of_url(target);
+        if d == own {
+            out.internal += 1;
+        } else {
+            out.external += 1;
+            domains.insert(d);
+        }
+    }
+    out.external_domains = domains.len() as u32;
+    out
 }
 
 /// True when `new` differs from `old` only by a later LastSeenDate and more history:

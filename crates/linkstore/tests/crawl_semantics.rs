@@ -210,6 +210,12 @@ fn internal_links_are_outlinks_not_backlinks() {
         )],
     );
     assert!(all_backlinks(&store, "blog.a.com").is_empty());
+    let out = all_backlinks(&store, "b.com")[0].source_out;
+    assert_eq!(
+        (out.external, out.internal, out.external_domains),
+        (1, 1, 1),
+        "the source page's out-links travel with its records"
+    );
     let c = store
         .counters(&Item::parse("a.com").unwrap())
         .unwrap()

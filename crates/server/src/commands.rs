@@ -400,8 +400,7 @@ const BACKLINK_COLUMNS: &[&str] = &[
     "TargetCitationFlow",
     "TargetTrustFlow",
 ];
-const TARGET_TOPICS: usize = 1;
-const SOURCE_TOPICS: usize = 3;
+use linkstore::{SOURCE_TOPICS, TARGET_TOPICS};
 
 fn backlink_columns() -> Vec<String> {
     let mut cols: Vec<String> = BACKLINK_COLUMNS.iter().map(|c| c.to_string()).collect();
@@ -413,13 +412,7 @@ fn backlink_columns() -> Vec<String> {
 }
 
 /// One BackLinks row. `domain_id` joins the DomainsInfo table (-1 without it).
-fn backlink_row(
-    r: &LinkRecord,
-    source: &linkstore::Counters,
-    source_topics: &[(String, u8)],
-    target_topics: &[(String, u8)],
-    domain_id: i64,
-) -> Vec<Value> {
+fn backlink_row(r: &LinkRecord, domain_id: i64) -> Vec<Value> {
     let flag = |b: bool| Value::Int(i64::from(b));
     let e = Value::empty;
     let mut row: Vec<Value> = vec![
@@ -428,9 +421,9 @@ fn backlink_row(
         r.anchor_text.as_str().into(),
         format_day(r.last_seen).into(),
         e(),
-        source.out_domains_external.into(),
-        source.out_links_external.into(),
-        source.out_links_internal.into(),
+        i64::from(r.source_out.external_domains).into(),
+        i64::from(r.source_out.external).into(),
+        i64::from(r.source_out.internal).into(),
         e(),
         e(),
         e(),
@@ -463,10 +456,10 @@ fn backlink_row(
         i64::from(r.target_flow.citation_flow).into(),
         i64::from(r.target_flow.trust_flow).into(),
     ];
-    row.extend(topic_values(target_topics, TARGET_TOPICS));
+    row.extend(topic_values(&r.target_topics, TARGET_TOPICS));
     row.push(i64::from(r.source_flow.citation_flow).into());
     row.push(i64::from(r.source_flow.trust_flow).into());
-    row.extend(topic_values(source_topics, SOURCE_TOPICS));
+    row.extend(topic_values(&r.source_topics, SOURCE_TOPICS));
     row
 }
 
@@ -591,41 +584,38 @@ fn get_back_link_data(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
             .map(str::to_string),
     };
     let scanned = store.backlinks(&item, &q).map_err(internal)?;
-    let sources: Vec<Item> = scanned
-        .iter()
-        .map(|r| Item::url(r.source_url.clone()))
-        .collect();
-    let all_source_metrics = store.metrics_many(&sources).map_err(internal)?;
-    let all_source_counters = store.counters_many(&sources).map_err(internal)?;
     let mut order: Vec<usize> = (0..scanned.len())
         .filter(|&i| {
-            filter_topic.as_ref().is_none_or(|topic| {
-                all_source_metrics[i]
-                    .as_ref()
-                    .is_some_and(|m| m.topics.iter().any(|(t, _)| t == topic))
-            })
+            filter_topic
+                .as_ref()
+                .is_none_or(|topic| scanned[i].source_topics.iter().any(|(t, _)| t == topic))
         })
         .collect();
     if !sort_keys.is_empty() {
-        let domains: Vec<Item> = scanned
-            .iter()
-            .map(|r| Item::domain(domain_of(&r.source_url)))
-            .collect();
+        let by_domain = sort_keys.iter().any(|(k, _)| k.starts_with("domain"));
+        let domains: Vec<Item> = if by_domain {
+            scanned
+                .iter()
+                .map(|r| Item::domain(domain_of(&r.source_url)))
+                .collect()
+        } else {
+            Vec::new()
+        };
         let domain_metrics = read_unique(&domains, |i| store.metrics_many(i))?;
         let key = |i: usize, k: &str| -> SortValue {
             let r = &scanned[i];
-            let c = all_source_counters[i].unwrap_or_default();
-            let dm = domain_metrics[i].clone().unwrap_or_default();
+            let o = r.source_out;
+            let dm = || domain_metrics[i].clone().unwrap_or_default();
             match k {
                 "anchortext" => SortValue::Text(r.anchor_text.to_lowercase()),
                 "sourceurl" => SortValue::Text(r.source_url.clone()),
                 "datedeleted" => SortValue::Num(i64::from(r.date_lost)),
-                "domaintrustflow" => SortValue::Num(i64::from(dm.trust_flow)),
-                "domaincitationflow" => SortValue::Num(i64::from(dm.citation_flow)),
-                "externaloutlinks" => SortValue::Num(c.out_links_external),
-                "internaloutlinks" => SortValue::Num(c.out_links_internal),
-                "totaloutlinks" => SortValue::Num(c.out_links_external + c.out_links_internal),
-                "outdomainsexternal" => SortValue::Num(c.out_domains_external),
+                "domaintrustflow" => SortValue::Num(i64::from(dm().trust_flow)),
+                "domaincitationflow" => SortValue::Num(i64::from(dm().citation_flow)),
+                "externaloutlinks" => SortValue::Num(i64::from(o.external)),
+                "internaloutlinks" => SortValue::Num(i64::from(o.internal)),
+                "totaloutlinks" => SortValue::Num(i64::from(o.external + o.internal)),
+                "outdomainsexternal" => SortValue::Num(i64::from(o.external_domains)),
                 "firstseen" => SortValue::Num(i64::from(r.first_seen)),
                 "lastseen" => SortValue::Num(i64::from(r.last_seen)),
                 "sourcecitationflow" => SortValue::Num(i64::from(r.source_flow.citation_flow)),
@@ -653,17 +643,6 @@ fn get_back_link_data(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
             .collect();
     }
     let rows: Vec<&LinkRecord> = order.iter().map(|&i| &scanned[i]).collect();
-    let source_metrics: Vec<Option<linkstore::ItemMetrics>> = order
-        .iter()
-        .map(|&i| all_source_metrics[i].clone())
-        .collect();
-    let source_counters: Vec<Option<linkstore::Counters>> =
-        order.iter().map(|&i| all_source_counters[i]).collect();
-    let targets: Vec<Item> = rows
-        .iter()
-        .map(|r| Item::url(r.target_url.clone()))
-        .collect();
-    let target_metrics = read_unique(&targets, |i| store.metrics_many(i))?;
     let show_domains = p.int("ShowDomainInfo", 0)? == 1;
     let mut domain_ids: std::collections::BTreeMap<String, i64> = Default::default();
     let total = store
@@ -672,26 +651,14 @@ fn get_back_link_data(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
         .unwrap_or_default()
         .ext_backlinks;
     let mut t = Table::new("BackLinks", backlink_columns());
-    for (i, r) in rows.iter().enumerate() {
+    for r in &rows {
         let domain_id = if show_domains {
             let next = domain_ids.len() as i64;
             *domain_ids.entry(domain_of(&r.source_url)).or_insert(next)
         } else {
             -1
         };
-        let st = source_metrics[i]
-            .as_ref()
-            .map_or(&[][..], |m| &m.topics[..]);
-        let tt = target_metrics[i]
-            .as_ref()
-            .map_or(&[][..], |m| &m.topics[..]);
-        t.push(backlink_row(
-            r,
-            &source_counters[i].unwrap_or_default(),
-            st,
-            tt,
-            domain_id,
-        ));
+        t.push(backlink_row(r, domain_id));
     }
     t.param("AvailableLines", total);
     t.param("BackLinkItem", raw);
@@ -1169,7 +1136,7 @@ fn get_anchor_text(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
                 let mut t = Table::new("BackLinks", backlink_columns());
                 let total = links.len();
                 for r in links.iter().skip(from).take(count) {
-                    t.push(backlink_row(r, &Default::default(), &[], &[], -1));
+                    t.push(backlink_row(r, -1));
                 }
                 t.param("TotalResults", total as i64);
                 t

@@ -278,9 +278,12 @@ fn export(store: &Store, item: &Item, path: &Path, cancel: &AtomicBool) -> Resul
                 return false;
             }
             let result = (|| -> Result<(), String> {
-                let src_topic = topics
-                    .get(store, Item::url(r.source_url.clone()))
-                    .map_err(|e| e.to_string())?;
+                let src_topic = r
+                    .source_topics
+                    .first()
+                    .map_or((String::new(), String::new()), |(t, v)| {
+                        (t.clone(), v.to_string())
+                    });
                 let host = linkstore::host_of(&r.source_url);
                 let domain = linkstore::root_domain(host).unwrap_or(host).to_string();
                 let dom_topic = topics
