@@ -154,14 +154,20 @@ fn json_kind(v: &Value) -> &'static str {
     }
 }
 
-#[test]
-fn the_api_answers_like_majestic() {
-    let srv = start();
+/// The most linked page of the test web and its root domain.
+fn hot_items() -> (String, String) {
     let hot = webgen::Web::new(webgen::WebSpec::demo(2_000)).hot_url();
     let domain = hot
         .trim_start_matches("http://www.")
         .trim_end_matches('/')
         .to_string();
+    (hot, domain)
+}
+
+#[test]
+fn the_api_answers_like_majestic() {
+    let srv = start();
+    let (hot, domain) = hot_items();
 
     // GetIndexItemInfo: same globals, columns (names, order) and value types as the
     // recorded Majestic response.
@@ -673,11 +679,7 @@ fn http_details_clients_rely_on() {
 #[test]
 fn download_back_links_exports_every_backlink() {
     let srv = start();
-    let hot = webgen::Web::new(webgen::WebSpec::demo(2_000)).hot_url();
-    let domain = hot
-        .trim_start_matches("http://www.")
-        .trim_end_matches('/')
-        .to_string();
+    let (hot, domain) = hot_items();
     let total = srv.json(&[
         ("cmd", "GetIndexItemInfo"),
         ("items", "1"),
