@@ -679,7 +679,7 @@ fn http_details_clients_rely_on() {
 #[test]
 fn download_back_links_exports_every_backlink() {
     let srv = start();
-    let (hot, domain) = hot_items();
+    let (_, domain) = hot_items();
     let total = srv.json(&[
         ("cmd", "GetIndexItemInfo"),
         ("items", "1"),
