@@ -6,7 +6,8 @@ use crate::envelope::Reply;
 use crate::error::ApiError;
 use crate::params::Params;
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full, Limited, StreamBody};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -49,14 +50,23 @@ enum Format {
     Xml,
 }
 
-fn render(reply: &Reply, format: Format) -> Response<Full<Bytes>> {
+/// Every response body: small ones in memory, download files streamed from disk.
+type Body = BoxBody<Bytes, std::io::Error>;
+
+fn full(bytes: impl Into<Bytes>) -> Body {
+    Full::new(bytes.into())
+        .map_err(|never| match never {})
+        .boxed()
+}
+
+fn render(reply: &Reply, format: Format) -> Response<Body> {
     let (body, ct) = match format {
         Format::Json => (reply.to_json(), "application/json;charset=UTF-8"),
         Format::Xml => (reply.to_xml(), "text/xml;charset=UTF-8"),
     };
     Response::builder()
         .header("content-type", ct)
-        .body(Full::new(Bytes::from(body)))
+        .body(full(body))
         .expect("valid response")
 }
 
@@ -64,21 +74,14 @@ fn error_reply(e: ApiError) -> Reply {
     Reply::error(e.code, e.message)
 }
 
-async fn handle(svc: Arc<Service>, req: Request<Incoming>) -> Response<Full<Bytes>> {
+async fn handle(svc: Arc<Service>, req: Request<Incoming>) -> Response<Body> {
     if let Some(name) = req.uri().path().strip_prefix("/downloads/") {
         return download_file(&svc, name).await;
     }
     let format = match req.uri().path() {
         "/api/json" => Format::Json,
         "/api/xml" | "/api_command" => Format::Xml,
-        _ => {
-            return Response::builder()
-                .status(StatusCode::NOT_FOUND)
-                .body(Full::new(Bytes::from_static(
-                    b"not found: use /api/json, /api/xml or /api_command\n",
-                )))
-                .expect("valid response")
-        }
+        _ => return not_found(),
     };
     let query = req.uri().query().unwrap_or("").as_bytes().to_vec();
     let body = if req.method() == Method::POST {
@@ -131,28 +134,33 @@ async fn handle(svc: Arc<Service>, req: Request<Incoming>) -> Response<Full<Byte
 
 /// Serves a finished export file. Its name holds the job's 128-bit random id, so the URL
 /// itself is the capability, as with Majestic's public download locations.
-async fn download_file(svc: &Service, name: &str) -> Response<Full<Bytes>> {
-    let found = svc.ctx.downloads.file(name);
-    match found {
-        Some(path) => match tokio::fs::read(&path).await {
-            Ok(bytes) => Response::builder()
-                .header("content-type", "application/gzip")
-                .header(
-                    "content-disposition",
-                    format!("attachment; filename=\"{name}\""),
-                )
-                .body(Full::new(Bytes::from(bytes)))
-                .expect("valid response"),
-            Err(_) => not_found(),
-        },
-        None => not_found(),
-    }
+async fn download_file(svc: &Service, name: &str) -> Response<Body> {
+    let Some(path) = svc.ctx.downloads.file(name) else {
+        return not_found();
+    };
+    let Ok(file) = tokio::fs::File::open(&path).await else {
+        return not_found();
+    };
+    let len = file.metadata().await.map(|m| m.len()).unwrap_or(0);
+    // Streamed in chunks: memory does not grow with the file.
+    let frames = futures_util::StreamExt::map(tokio_util::io::ReaderStream::new(file), |chunk| {
+        chunk.map(hyper::body::Frame::data)
+    });
+    Response::builder()
+        .header("content-type", "application/gzip")
+        .header("content-length", len)
+        .header(
+            "content-disposition",
+            format!("attachment; filename=\"{name}\""),
+        )
+        .body(BodyExt::boxed(StreamBody::new(frames)))
+        .expect("valid response")
 }
 
-fn not_found() -> Response<Full<Bytes>> {
+fn not_found() -> Response<Body> {
     Response::builder()
         .status(StatusCode::NOT_FOUND)
-        .body(Full::new(Bytes::from_static(
+        .body(full(Bytes::from_static(
             b"not found: use /api/json, /api/xml or /api_command\n",
         )))
         .expect("valid response")
