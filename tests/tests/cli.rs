@@ -83,6 +83,14 @@ fn kill_9_during_ingest_then_rerun_equals_one_clean_run() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
+        // Count from the moment the store exists, so a slow start does not turn the
+        // kill into one before any work.
+        let started = std::time::Instant::now();
+        while !killed.join("historic").join("CURRENT").exists()
+            && started.elapsed() < Duration::from_secs(30)
+        {
+            std::thread::sleep(Duration::from_millis(10));
+        }
         std::thread::sleep(Duration::from_millis(delay_ms));
         // SIGKILL: no destructor, no flush.
         child.kill().unwrap();
