@@ -226,9 +226,11 @@ fn serve(
         let listener = tokio::net::TcpListener::bind(listen).await?;
         let addr = listener.local_addr()?;
         let scheme = if tls.is_some() { "https" } else { "http" };
+        // A self-signed certificate needs curl's -k.
+        let insecure = if tls.is_some() { "-k " } else { "" };
         // Written in one go, errors ignored: a closed stdout must not stop the server.
         let banner = format!(
-            "serving the API on {scheme}://{addr}/api/json (keys in {})\nAPI key: {key}\ntry:\n  curl -k '{scheme}://{addr}/api/json?app_api_key={key}&cmd=GetIndexItemInfo&items=1&item0=tangoblue0.nl'\n  curl -k '{scheme}://{addr}/api/json?app_api_key={key}&cmd=GetBackLinkData&item=http://www.tangoblue0.nl/&Count=5'\n  curl -k '{scheme}://{addr}/api_command?app_api_key={key}&cmd=GetRefDomains&item0=tangoblue0.nl&Count=5'\n",
+            "serving the API on {scheme}://{addr}/api/json (keys in {})\nAPI key: {key}\ntry:\n  curl {insecure}'{scheme}://{addr}/api/json?app_api_key={key}&cmd=GetIndexItemInfo&items=1&item0=tangoblue0.nl'\n  curl {insecure}'{scheme}://{addr}/api/json?app_api_key={key}&cmd=GetBackLinkData&item=http://www.tangoblue0.nl/&Count=5'\n  curl {insecure}'{scheme}://{addr}/api_command?app_api_key={key}&cmd=GetRefDomains&item0=tangoblue0.nl&Count=5'\n",
             keys_path.display()
         );
         {
