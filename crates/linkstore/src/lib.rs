@@ -22,7 +22,9 @@ pub use flow_update::{FlowUpdate, FlowUpdateReport};
 pub use item::{host_of, normalize_host, normalize_url, root_domain, Item, Level, MAX_URL_LEN};
 pub use keys::ItemHasher;
 pub use metrics::ItemMetrics;
-pub use page::{day_of, format_day, parse_day, CrawlOutcome, OutLink, PageCrawl, PageState};
+pub use page::{
+    day_of, format_day, parse_day, push_day, CrawlOutcome, OutLink, PageCrawl, PageState,
+};
 pub use record::{
     flags, FlowPair, LinkKind, LinkRecord, LostReason, SourceOutlinks, SOURCE_TOPICS, TARGET_TOPICS,
 };

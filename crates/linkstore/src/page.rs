@@ -84,8 +84,25 @@ pub fn day_of(unix_seconds: i64) -> u32 {
 
 /// `yyyy-mm-dd` of a day number.
 pub fn format_day(day: u32) -> String {
+    let mut s = String::with_capacity(10);
+    push_day(&mut s, day);
+    s
+}
+
+/// Appends `yyyy-mm-dd` of a day number without allocating.
+pub fn push_day(out: &mut String, day: u32) {
     let (y, m, d) = civil_from_days(i64::from(day));
-    format!("{y:04}-{m:02}-{d:02}")
+    let digit = |v: i64| char::from(b'0' + (v % 10) as u8);
+    let y = y.clamp(0, 9999);
+    for v in [y / 1000, y / 100, y / 10, y] {
+        out.push(digit(v));
+    }
+    out.push('-');
+    out.push(digit(i64::from(m) / 10));
+    out.push(digit(i64::from(m)));
+    out.push('-');
+    out.push(digit(i64::from(d) / 10));
+    out.push(digit(i64::from(d)));
 }
 
 /// Day number of a `yyyy-mm-dd` date.

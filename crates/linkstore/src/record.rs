@@ -33,6 +33,16 @@ impl LinkKind {
         })
     }
 
+    /// Majestic's `LinkSubType` column.
+    pub fn link_subtype(self) -> &'static str {
+        match self {
+            LinkKind::Text => "TextLink_Normal",
+            LinkKind::Image => "ImageLink_Normal",
+            LinkKind::Frame => "Frame_Normal",
+            LinkKind::Redirect => "Redirect_Normal",
+        }
+    }
+
     /// Majestic's `LinkType` column.
     pub fn link_type(self) -> &'static str {
         match self {

@@ -419,7 +419,7 @@ fn backlink_row(r: &LinkRecord, domain_id: i64) -> Vec<Value> {
         r.source_url.as_str().into(),
         (-1).into(),
         r.anchor_text.as_str().into(),
-        format_day(r.last_seen).into(),
+        Value::Day(r.last_seen),
         e(),
         i64::from(r.source_out.external_domains).into(),
         i64::from(r.source_out.external).into(),
@@ -443,16 +443,16 @@ fn backlink_row(r: &LinkRecord, domain_id: i64) -> Vec<Value> {
         e(),
         e(),
         domain_id.into(),
-        format_day(r.first_seen).into(),
-        format_day(r.last_seen).into(),
+        Value::Day(r.first_seen),
+        Value::Day(r.last_seen),
         if r.date_lost > 0 {
-            format_day(r.date_lost).into()
+            Value::Day(r.date_lost)
         } else {
             e()
         },
-        r.lost_reason.as_str().into(),
-        r.kind.link_type().into(),
-        format!("{}_Normal", r.kind.link_type()).into(),
+        Value::Static(r.lost_reason.as_str()),
+        Value::Static(r.kind.link_type()),
+        Value::Static(r.kind.link_subtype()),
         i64::from(r.target_flow.citation_flow).into(),
         i64::from(r.target_flow.trust_flow).into(),
     ];

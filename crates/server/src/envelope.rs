@@ -17,6 +17,10 @@ use std::fmt::Write;
 pub enum Value {
     Int(i64),
     Str(String),
+    /// A fixed text (column vocabularies): no allocation per cell.
+    Static(&'static str),
+    /// A day number, written `yyyy-mm-dd` straight into the output.
+    Day(u32),
 }
 
 impl Value {
@@ -28,15 +32,21 @@ impl Value {
         match self {
             Value::Int(i) => i.to_string(),
             Value::Str(s) => s.clone(),
+            Value::Static(s) => s.to_string(),
+            Value::Day(d) => linkstore::format_day(*d),
         }
     }
 
     fn json(&self, out: &mut String) {
         match self {
-            Value::Int(i) => {
-                let _ = write!(out, "{i}");
-            }
+            Value::Int(i) => out.push_str(itoa::Buffer::new().format(*i)),
             Value::Str(s) => push_json_str(out, s),
+            Value::Static(s) => push_json_str(out, s),
+            Value::Day(d) => {
+                out.push('"');
+                linkstore::push_day(out, *d);
+                out.push('"');
+            }
         }
     }
 }
@@ -312,12 +322,16 @@ mod tests {
         let mut r = Reply::ok();
         r.global("IndexType", 0);
         r.global("ServerName", "LINKBASE");
-        let mut t = Table::new(
-            "Results",
-            vec!["Item".into(), "Count".into(), "Note".into()],
-        );
+        let cols = ["Item", "Count", "Note", "Date", "Type"];
+        let mut t = Table::new("Results", cols.iter().map(|c| c.to_string()).collect());
         t.param("TopicsCount", 3);
-        t.push(vec!["a|b".into(), 5.into(), Value::empty()]);
+        t.push(vec![
+            "a|b".into(),
+            5.into(),
+            Value::empty(),
+            Value::Day(19_782),
+            Value::Static("TextLink"),
+        ]);
         r.tables.push(t);
         r
     }
@@ -330,6 +344,8 @@ mod tests {
         assert_eq!(j["DataTables"]["Results"]["Headers"]["TopicsCount"], 3);
         assert_eq!(j["DataTables"]["Results"]["Data"][0]["Count"], 5);
         assert_eq!(j["DataTables"]["Results"]["Data"][0]["Note"], "");
+        assert_eq!(j["DataTables"]["Results"]["Data"][0]["Date"], "2024-02-29");
+        assert_eq!(j["DataTables"]["Results"]["Data"][0]["Type"], "TextLink");
         let text = sample().to_json();
         assert!(text.starts_with(r#"{"Code":"OK","ErrorMessage":"","FullError":"","IndexType":0"#));
     }
@@ -358,9 +374,9 @@ mod tests {
             "{x}"
         );
         assert!(x.contains(
-            r#"<DataTable Name="Results" RowsCount="1" Headers="Item|Count|Note" TopicsCount="3">"#
+            r#"<DataTable Name="Results" RowsCount="1" Headers="Item|Count|Note|Date|Type" TopicsCount="3">"#
         ));
-        assert!(x.contains("<Row>a||b|5| </Row>"), "{x}");
+        assert!(x.contains("<Row>a||b|5| |2024-02-29|TextLink</Row>"), "{x}");
         let e = Reply::error("FailedRequestViaAPI", "bad <key> & \"quote\"").to_xml();
         assert!(
             e.contains(r#"ErrorMessage="bad &lt;key&gt; &amp; &quot;quote&quot;""#),
