@@ -416,6 +416,11 @@ fn print_counters(c: &Counters) {
         ("last link date", day(c.last_link_day)),
         ("last crawl date", day(c.last_crawl_day)),
     ];
+    print_rows(&rows);
+}
+
+/// Label/value lines, labels padded to one column.
+fn print_rows(rows: &[(&str, String)]) {
     for (k, v) in rows {
         println!("{k:<34} {v}");
     }
@@ -441,9 +446,7 @@ fn print_index_stats(store: &Store) -> Result<()> {
         ("last link date", day(c.last_link_day)),
         ("last crawl date", day(c.last_crawl_day)),
     ];
-    for (k, v) in rows {
-        println!("{k:<34} {v}");
-    }
+    print_rows(&rows);
     Ok(())
 }
 
