@@ -2,49 +2,23 @@
 //! from a generated crawl and a real WARC, queried through a real HTTP client in both
 //! envelopes, compared with the recorded Majestic responses in `../shared/data`.
 
+use linkbase_tests::{code, create_account, create_key, run, Server};
 use serde_json::Value;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
 use std::time::Duration;
 
-fn linkbase() -> PathBuf {
-    std::env::current_exe()
-        .unwrap()
-        .parent()
-        .and_then(Path::parent)
-        .unwrap()
-        .join("linkbase")
-}
-
-fn run(args: &[&str]) {
-    let out = Command::new(linkbase()).args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-struct Server {
-    child: Child,
+/// A server over a test store, with one generously funded account's key.
+struct Api {
+    _server: Server,
     addr: String,
     key: String,
     _dir: tempfile::TempDir,
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-const KEY: &str = "test-key-0123456789";
-
 /// Builds a store (a generated web with flows, plus a real WARC) and starts the server.
-fn start() -> Server {
+fn start() -> Api {
     let dir = tempfile::tempdir().unwrap();
     let spec = webgen::WebSpec::demo(2_000);
     let files = webgen::generate(
@@ -63,41 +37,18 @@ fn start() -> Server {
     run(&args.iter().map(String::as_str).collect::<Vec<_>>());
     let seeds = Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/demo-seeds.tsv");
     run(&["flow", "--data", d, "--seeds", seeds.to_str().unwrap()]);
-    let keys = dir.path().join("keys.txt");
-    std::fs::write(&keys, format!("# test keys\n{KEY}\n")).unwrap();
-    let mut child = Command::new(linkbase())
-        .args([
-            "serve",
-            "--data",
-            d,
-            "--listen",
-            "127.0.0.1:0",
-            "--keys",
-            keys.to_str().unwrap(),
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
-    let addr = first
-        .split("http://")
-        .nth(1)
-        .and_then(|s| s.split('/').next())
-        .expect("address line")
-        .to_string();
-    Server {
-        child,
-        addr,
-        key: KEY.into(),
+    let account = create_account(&data, "test", [1 << 40, 1 << 50, 1 << 50], &[]);
+    let key = create_key(&data, account);
+    let srv = Server::start(&data, &["--no-sandbox"]);
+    Api {
+        addr: srv.addr.clone(),
+        _server: srv,
+        key,
         _dir: dir,
     }
 }
 
-impl Server {
+impl Api {
     fn json(&self, params: &[(&str, &str)]) -> Value {
         let mut req =
             ureq::get(&format!("http://{}/api/json", self.addr)).query("app_api_key", &self.key);
@@ -181,7 +132,13 @@ fn the_api_answers_like_majestic() {
     assert_eq!(info["Code"], "OK", "{info}");
     if let Some(rec) = recorded_index_item_info() {
         let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
-        assert_eq!(keys(&info), keys(&rec), "top-level keys in order");
+        // Ours also carry the metering globals the recorded response lacks.
+        let metering = |k: &String| k.starts_with("Charged") || k.starts_with("Remaining");
+        let (charged, recorded): (Vec<String>, Vec<String>) =
+            keys(&info).into_iter().partition(metering);
+        assert_eq!(recorded, keys(&rec), "top-level keys in order");
+        assert_eq!(charged.len(), 6, "{charged:?}");
+        assert_eq!(info["ChargedIndexItemInfoResUnits"], 2);
         let ours = &info["DataTables"]["Results"]["Data"][0];
         let theirs = &rec["DataTables"]["Results"]["Data"][0];
         assert_eq!(keys(ours), keys(theirs), "Results columns in order");
@@ -515,13 +472,10 @@ fn the_api_answers_like_majestic() {
     assert_eq!(cc["Code"], "OK");
 }
 
-fn code(v: &Value) -> &str {
-    v["Code"].as_str().unwrap()
-}
-
 #[test]
 fn errors_keep_the_envelope() {
     let srv = start();
+    let key = srv.key.clone();
     let cases: Vec<(Vec<(&str, &str)>, &str)> = vec![
         (vec![("cmd", "GetEverything")], "FailedRequestViaAPI"),
         (vec![("cmd", "GetBackLinkData")], "MissingParameter"),
@@ -612,7 +566,7 @@ fn errors_keep_the_envelope() {
         "{body}"
     );
     let token = ureq::get(&format!(
-        "http://{}/api/json?authentication_token={KEY}&cmd=GetTopics&item=a.com",
+        "http://{}/api/json?authentication_token={key}&cmd=GetTopics&item=a.com",
         srv.addr
     ))
     .call()
@@ -622,10 +576,10 @@ fn errors_keep_the_envelope() {
     assert!(token.starts_with("{\"Code\":\"OK\""), "{token}");
 
     // Malformed form encoding, an oversized body, a stalled body.
-    let r = srv.raw(format!("GET /api/json?app_api_key={KEY}&cmd=GetTopics&item=%zz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes());
+    let r = srv.raw(format!("GET /api/json?app_api_key={key}&cmd=GetTopics&item=%zz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes());
     assert!(r.contains("\"Code\":\"MalformedRequest\""), "{r}");
     let big = format!(
-        "app_api_key={KEY}&cmd=GetTopics&item=a.com&pad={}",
+        "app_api_key={key}&cmd=GetTopics&item=a.com&pad={}",
         "x".repeat(100_000)
     );
     let r = srv.raw(format!("POST /api/json HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{big}", big.len()).as_bytes());
@@ -639,9 +593,10 @@ fn errors_keep_the_envelope() {
 #[test]
 fn http_details_clients_rely_on() {
     let srv = start();
+    let key = srv.key.clone();
     // Absolute-form request target, as sent through a proxy; two requests on one
     // keep-alive connection.
-    let req = format!("GET http://{a}/api/json?APP_API_KEY={KEY}&CMD=GetTopics&ITEM=a.com HTTP/1.1\r\nHost: {a}\r\n\r\nGET /api_command?app_api_key={KEY}&cmd=GetTopics&item=a.com HTTP/1.1\r\nHost: {a}\r\nConnection: close\r\n\r\n", a = srv.addr);
+    let req = format!("GET http://{a}/api/json?APP_API_KEY={key}&CMD=GetTopics&ITEM=a.com HTTP/1.1\r\nHost: {a}\r\n\r\nGET /api_command?app_api_key={key}&cmd=GetTopics&item=a.com HTTP/1.1\r\nHost: {a}\r\nConnection: close\r\n\r\n", a = srv.addr);
     let r = srv.raw(req.as_bytes());
     assert_eq!(r.matches("HTTP/1.1 200 OK").count(), 2, "{r}");
     assert!(r.contains("{\"Code\":\"OK\"") && r.contains("<Result Code=\"OK\""));
@@ -650,7 +605,7 @@ fn http_details_clients_rely_on() {
     let post: Value = serde_json::from_str(
         &ureq::post(&format!("http://{}/api/json", srv.addr))
             .send_form(&[
-                ("app_api_key", KEY),
+                ("app_api_key", key.as_str()),
                 ("cmd", "GetTopics"),
                 ("item", "a.com"),
             ])
@@ -659,7 +614,13 @@ fn http_details_clients_rely_on() {
             .unwrap(),
     )
     .unwrap();
-    assert_eq!(get, post);
+    let unmetered = |mut v: Value| {
+        v.as_object_mut()
+            .unwrap()
+            .retain(|k, _| !k.starts_with("Remaining"));
+        v
+    };
+    assert_eq!(unmetered(get), unmetered(post));
     // A client that sends half a request line and stalls is cut off.
     let mut s = TcpStream::connect(&srv.addr).unwrap();
     s.write_all(b"GET /api/json?cmd=").unwrap();
@@ -766,43 +727,29 @@ fn download_back_links_exports_every_backlink() {
 fn https_with_the_configured_certificate() {
     let dir = tempfile::tempdir().unwrap();
     let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
-    let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    let (cert, key_file) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
     std::fs::write(&cert, ck.cert.pem()).unwrap();
-    std::fs::write(&key, ck.key_pair.serialize_pem()).unwrap();
-    let keys = dir.path().join("keys.txt");
-    std::fs::write(&keys, format!("{KEY}\n")).unwrap();
+    std::fs::write(&key_file, ck.key_pair.serialize_pem()).unwrap();
     let data = dir.path().join("data");
-    let mut child = Command::new(linkbase())
-        .args([
-            "serve",
-            "--data",
-            data.to_str().unwrap(),
-            "--listen",
-            "127.0.0.1:0",
-            "--keys",
-            keys.to_str().unwrap(),
-        ])
-        .args([
-            "--tls-cert",
-            cert.to_str().unwrap(),
-            "--tls-key",
-            key.to_str().unwrap(),
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut first = String::new();
-    stdout.read_line(&mut first).unwrap();
-    std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
-    assert!(first.contains("https://"), "{first}");
-    let addr = first
-        .split("https://")
-        .nth(1)
-        .and_then(|s| s.split('/').next())
-        .unwrap()
-        .to_string();
+    let account = create_account(&data, "tls", [10, 10, 10], &[]);
+    let key = create_key(&data, account);
+    let tls_args = [
+        "--no-sandbox",
+        "--tls-cert",
+        cert.to_str().unwrap(),
+        "--tls-key",
+        key_file.to_str().unwrap(),
+    ];
+    let srv = Server::start(&data, &tls_args);
+    assert!(
+        srv.output
+            .lock()
+            .unwrap()
+            .starts_with("serving the API on https://"),
+        "{}",
+        srv.output.lock().unwrap()
+    );
+    let addr = srv.addr.clone();
 
     let mut roots = rustls::RootCertStore::empty();
     roots.add(ck.cert.der().clone()).unwrap();
@@ -818,7 +765,7 @@ fn https_with_the_configured_certificate() {
             .unwrap();
     let tcp = TcpStream::connect(&addr).unwrap();
     let mut tls = rustls::StreamOwned::new(conn, tcp);
-    tls.write_all(format!("GET /api/json?app_api_key={KEY}&cmd=GetSubscriptionInfo HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").as_bytes()).unwrap();
+    tls.write_all(format!("GET /api/json?app_api_key={key}&cmd=GetSubscriptionInfo HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").as_bytes()).unwrap();
     let mut response = String::new();
     let _ = tls.read_to_string(&mut response);
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
@@ -835,8 +782,6 @@ fn https_with_the_configured_certificate() {
     let mut buf = Vec::new();
     let _ = plain.read_to_end(&mut buf);
     assert!(!String::from_utf8_lossy(&buf).contains("\"Code\""));
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 #[test]
@@ -853,7 +798,7 @@ fn documented_examples_answer_as_documented() {
         ) else {
             continue;
         };
-        let target = target.replace("KEY", KEY);
+        let target = target.replace("KEY", &srv.key);
         let r = srv.raw(
             format!("GET {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
         );

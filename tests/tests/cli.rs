@@ -1,37 +1,10 @@
 //! The `linkbase` binary end to end: ingest with a `kill -9` in the middle, then a re-run,
 //! must leave exactly the counts of one clean run.
 
-use std::path::{Path, PathBuf};
+use linkbase_tests::{linkbase, run};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
-
-fn linkbase() -> PathBuf {
-    // The binary is built by the same `cargo build`/`cargo test` run, into the same
-    // profile directory as this test (`target/<profile>/deps/cli-*`), wherever the target
-    // directory is.
-    let exe = std::env::current_exe()
-        .unwrap()
-        .parent()
-        .and_then(Path::parent)
-        .unwrap()
-        .join("linkbase");
-    assert!(
-        exe.exists(),
-        "{} missing: run `cargo build --release -p linkbase` first",
-        exe.display()
-    );
-    exe
-}
-
-fn run(args: &[&str]) -> String {
-    let out = Command::new(linkbase()).args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "linkbase {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
 
 fn generate(dir: &Path) -> Vec<String> {
     let spec = webgen::WebSpec {

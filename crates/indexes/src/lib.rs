@@ -78,6 +78,21 @@ impl DataDir {
         self.root.join(index.as_str())
     }
 
+    /// The account store (keys, apps, tokens, usage).
+    pub fn accounts_path(&self) -> PathBuf {
+        self.root.join("accounts.sqlite")
+    }
+
+    /// Download job files and their state.
+    pub fn downloads_path(&self) -> PathBuf {
+        self.root.join("downloads")
+    }
+
+    /// The sandbox's own data directory (its indexes and downloads).
+    pub fn sandbox(&self) -> DataDir {
+        DataDir::new(self.root.join("sandbox"))
+    }
+
     /// Opens (creating if needed) one index's store.
     pub fn open(&self, index: IndexKind, options: &StoreOptions) -> Result<Store> {
         let path = self.index_path(index);

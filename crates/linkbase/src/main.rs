@@ -1,5 +1,7 @@
 //! `linkbase`: the command line of the Linkbase link intelligence engine.
 
+mod keys;
+
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use indexes::{DataDir, IndexKind};
@@ -80,22 +82,18 @@ enum Command {
         #[arg(long)]
         threads: Option<usize>,
     },
-    /// Serve the Majestic-compatible API (`/api/json`, `/api/xml`, `/api_command`).
+    /// Serve the Majestic-compatible API (`/api/json`, `/api/xml`, `/api_command`), the
+    /// sandbox under `/sandbox/`, and the OpenApp grant page.
     Serve {
         #[arg(long)]
         data: PathBuf,
         #[arg(long, default_value = "127.0.0.1:8080")]
         listen: String,
-        /// API keys, one per line. Default: DATA/keys.txt, created with a new random key.
-        #[arg(long)]
-        keys: Option<PathBuf>,
-        /// Serve HTTPS with this PEM certificate chain (needs --tls-key).
-        #[arg(long, requires = "tls_key")]
-        tls_cert: Option<PathBuf>,
-        /// The PEM private key of --tls-cert.
-        #[arg(long, requires = "tls_cert")]
-        tls_key: Option<PathBuf>,
+        #[command(flatten)]
+        options: ServeOptions,
     },
+    /// Accounts, API keys, OpenApps and access tokens (works while the server runs).
+    Keys(keys::KeysArgs),
     /// Generate a sample crawl, ingest it, compute flow metrics, and show what the index knows.
     Demo {
         /// Working directory for the sample crawl and the data.
@@ -108,6 +106,25 @@ enum Command {
         #[arg(long, default_value_t = 20_000)]
         pages: usize,
     },
+}
+
+#[derive(clap::Args)]
+struct ServeOptions {
+    /// Serve HTTPS with this PEM certificate chain (needs --tls-key).
+    #[arg(long, requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// A proxy (address or CIDR range, repeatable) whose X-Forwarded-For names the client.
+    #[arg(long = "trusted-proxy")]
+    trusted_proxies: Vec<accounts::IpRange>,
+    /// Lifetime of access tokens users grant OpenApps on the grant page: 12h, 90d.
+    #[arg(long, default_value = "90d", value_parser = keys::parse_duration)]
+    token_ttl: i64,
+    /// Do not generate or serve the sandbox database.
+    #[arg(long)]
+    no_sandbox: bool,
 }
 
 fn main() -> Result<()> {
@@ -169,56 +186,111 @@ fn main() -> Result<()> {
         Command::Serve {
             data,
             listen,
-            keys,
-            tls_cert,
-            tls_key,
-        } => {
-            let tls = match (tls_cert, tls_key) {
-                (Some(c), Some(k)) => Some(server::tls_config(&c, &k)?),
-                _ => None,
-            };
-            serve(&data, &listen, keys, tls)
-        }
+            options,
+        } => serve(&data, &listen, &options, None),
+        Command::Keys(args) => keys::run(args),
         Command::Demo { dir, listen, pages } => {
+            let data = dir.join("data");
             demo(&dir, pages)?;
-            serve(&dir.join("data"), &listen, None, None)
+            let key = demo_key(&data)?;
+            let options = ServeOptions {
+                tls_cert: None,
+                tls_key: None,
+                trusted_proxies: Vec::new(),
+                token_ttl: 90 * 86_400,
+                no_sandbox: false,
+            };
+            serve(&data, &listen, &options, Some(&key))
         }
     }
 }
 
-/// A new random API key (128 bits from the OS, hex).
-fn new_key() -> Result<String> {
-    use std::io::Read;
-    let mut b = [0u8; 16];
-    std::fs::File::open("/dev/urandom")?.read_exact(&mut b)?;
-    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
+/// The demo's account (created on first run) and a new key for it.
+fn demo_key(data: &Path) -> Result<String> {
+    let store = accounts::Accounts::open(&DataDir::new(data).accounts_path())?;
+    let account = match store.accounts(None)?.into_iter().next() {
+        Some(a) => a,
+        None => store.create_account(&accounts::NewAccount {
+            name: "demo".into(),
+            parent: None,
+            reseller: true,
+            allowance: accounts::Units {
+                index_item_info: 1_000_000,
+                analysis: 10_000_000_000,
+                retrieval: 100_000_000,
+            },
+            period_days: 30,
+        })?,
+    };
+    Ok(store.create_key(account.id, &[])?.1)
 }
 
-fn serve(
-    data: &Path,
-    listen: &str,
-    keys: Option<PathBuf>,
-    tls: Option<std::sync::Arc<server::rustls::ServerConfig>>,
-) -> Result<()> {
-    let keys_path = keys.unwrap_or_else(|| data.join("keys.txt"));
-    if !keys_path.exists() {
-        std::fs::create_dir_all(data)?;
-        std::fs::write(
-            &keys_path,
-            format!("# API keys, one per line\n{}\n", new_key()?),
-        )?;
+/// The sandbox database: a small generated web with flows, built once beside the data
+/// (into a temporary directory renamed into place, so a killed build leaves none).
+fn ensure_sandbox(data: &Path) -> Result<DataDir> {
+    let sandbox = DataDir::new(data).sandbox();
+    if sandbox.root().exists() {
+        return Ok(sandbox);
     }
-    let keys = server::read_keys(&keys_path)?;
-    let dir = DataDir::new(data);
-    let ctx = server::Context {
+    let building = data.join("sandbox.building");
+    if building.exists() {
+        std::fs::remove_dir_all(&building)?;
+    }
+    eprintln!(
+        "building the sandbox database in {}",
+        sandbox.root().display()
+    );
+    let spec = webgen::WebSpec::demo(SANDBOX_PAGES);
+    let generated = webgen::generate(&spec, &building.join("crawl"), &mut |_, _| {})?;
+    {
+        let dir = DataDir::new(&building);
+        let store = dir.open(IndexKind::Historic, &StoreOptions::default())?;
+        for file in &generated.files {
+            ingest::ingest_file(&store, file, &IngestOptions::default(), &mut |_| {})
+                .with_context(|| format!("sandbox crawl {}", file.display()))?;
+        }
+        let seeds = flow::parse_seeds(DEMO_SEEDS, "data/demo-seeds.tsv")?;
+        flow::build(&store, &seeds, &flow::RankParams::default(), &mut |_| {})?;
+        store.flush()?;
+    }
+    std::fs::remove_dir_all(building.join("crawl"))?;
+    std::fs::rename(&building, sandbox.root())?;
+    Ok(sandbox)
+}
+
+/// Pages of the sandbox's generated web: small enough to build in seconds.
+const SANDBOX_PAGES: usize = 1_500;
+
+fn context(dir: &DataDir) -> Result<server::Context> {
+    Ok(server::Context {
         historic: dir.open(IndexKind::Historic, &StoreOptions::default())?,
         fresh: dir.open(IndexKind::Fresh, &StoreOptions::default())?,
         server_name: "LINKBASE".into(),
         server_version: env!("CARGO_PKG_VERSION").into(),
         server_build: "2026-11-21 00:00:00".into(),
-        downloads: server::Downloads::open(&data.join("downloads"))?,
+        downloads: server::Downloads::open(&dir.downloads_path())?,
+    })
+}
+
+fn serve(
+    data: &Path,
+    listen: &str,
+    options: &ServeOptions,
+    example_key: Option<&str>,
+) -> Result<()> {
+    let tls = match (&options.tls_cert, &options.tls_key) {
+        (Some(c), Some(k)) => Some(server::tls_config(c, k)?),
+        _ => None,
     };
-    let key = keys.iter().min().cloned().unwrap_or_default();
+    let dir = DataDir::new(data);
+    let accounts = accounts::Accounts::open(&dir.accounts_path())?;
+    keys::warn_if_no_accounts(&accounts, data)?;
+    let ctx = context(&dir)?;
+    let sandbox = if options.no_sandbox {
+        None
+    } else {
+        Some(std::sync::Arc::new(context(&ensure_sandbox(data)?)?))
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -226,13 +298,20 @@ fn serve(
         let listener = tokio::net::TcpListener::bind(listen).await?;
         let addr = listener.local_addr()?;
         let scheme = if tls.is_some() { "https" } else { "http" };
-        // A self-signed certificate needs curl's -k.
-        let insecure = if tls.is_some() { "-k " } else { "" };
-        // Written in one go, errors ignored: a closed stdout must not stop the server.
-        let banner = format!(
-            "serving the API on {scheme}://{addr}/api/json (keys in {})\nAPI key: {key}\ntry:\n  curl {insecure}'{scheme}://{addr}/api/json?app_api_key={key}&cmd=GetIndexItemInfo&items=1&item0=tangoblue0.nl'\n  curl {insecure}'{scheme}://{addr}/api/json?app_api_key={key}&cmd=GetBackLinkData&item=http://www.tangoblue0.nl/&Count=5'\n  curl {insecure}'{scheme}://{addr}/api_command?app_api_key={key}&cmd=GetRefDomains&item0=tangoblue0.nl&Count=5'\n",
-            keys_path.display()
+        let mut banner = format!(
+            "serving the API on {scheme}://{addr}/api/json (accounts in {})\n",
+            dir.accounts_path().display()
         );
+        if sandbox.is_some() {
+            banner += &format!("sandbox (any valid key, nothing charged): {scheme}://{addr}/sandbox/api/json\n");
+        }
+        banner += &format!("OpenApp grant page: {scheme}://{addr}/openapp/authorize?app=ID\n");
+        if let Some(key) = example_key {
+            // A self-signed certificate needs curl's -k.
+            let insecure = if tls.is_some() { "-k " } else { "" };
+            banner += &format!("API key: {key}\ntry:\n  curl {insecure}'{scheme}://{addr}/api/json?app_api_key={key}&cmd=GetIndexItemInfo&items=1&item0=tangoblue0.nl'\n  curl {insecure}'{scheme}://{addr}/api/json?app_api_key={key}&cmd=GetBackLinkData&item=http://www.tangoblue0.nl/&Count=5'\n  curl {insecure}'{scheme}://{addr}/api_command?app_api_key={key}&cmd=GetRefDomains&item0=tangoblue0.nl&Count=5'\n  curl {insecure}'{scheme}://{addr}/api/json?app_api_key={key}&cmd=GetSubscriptionInfo'\n");
+        }
+        // Written in one go, errors ignored: a closed stdout must not stop the server.
         {
             use std::io::Write;
             let mut out = std::io::stdout().lock();
@@ -241,8 +320,11 @@ fn serve(
         }
         let svc = std::sync::Arc::new(server::Service {
             ctx: std::sync::Arc::new(ctx),
-            keys,
+            sandbox,
+            accounts: std::sync::Arc::new(accounts),
             limits: server::Limits::default(),
+            trusted_proxies: options.trusted_proxies.clone(),
+            token_ttl: std::time::Duration::from_secs(options.token_ttl.max(1) as u64),
         });
         server::serve(svc, listener, tls).await?;
         Ok::<_, anyhow::Error>(())

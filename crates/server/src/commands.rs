@@ -3,6 +3,7 @@
 
 use crate::envelope::{Reply, Table, Value};
 use crate::error::ApiError;
+use crate::metering::{self, Caller};
 use crate::params::Params;
 use indexes::IndexKind;
 use linkstore::{
@@ -142,23 +143,50 @@ fn items(p: &Params) -> Result<Vec<(String, Item)>, ApiError> {
         .collect()
 }
 
-pub fn execute(ctx: &std::sync::Arc<Context>, cmd: &str, p: &Params) -> Result<Reply, ApiError> {
-    match cmd.to_ascii_lowercase().as_str() {
-        "downloadbacklinks" => crate::downloads::download_back_links(ctx, p),
-        "getdownloadslist" => crate::downloads::get_downloads_list(ctx, p),
-        "deletedownloads" => crate::downloads::delete_downloads(ctx, p),
+/// Runs one command for `caller` and charges what it cost. A command that fails, or that
+/// the caller cannot afford, charges nothing.
+pub fn execute(
+    ctx: &std::sync::Arc<Context>,
+    caller: &Caller<'_>,
+    cmd: &str,
+    p: &Params,
+) -> Result<Reply, ApiError> {
+    let cmd_lower = cmd.to_ascii_lowercase();
+    let mut reply = match cmd_lower.as_str() {
+        "downloadbacklinks" => crate::downloads::download_back_links(ctx, caller, p),
+        "getdownloadslist" => crate::downloads::get_downloads_list(ctx, caller, p),
+        "deletedownloads" => crate::downloads::delete_downloads(ctx, caller, p),
         "getindexiteminfo" => get_index_item_info(ctx, p),
         "getbacklinkdata" => get_back_link_data(ctx, p),
         "getrefdomains" => get_ref_domains(ctx, p),
         "getanchortext" => get_anchor_text(ctx, p),
         "getnewlostbacklinks" => get_new_lost_back_links(ctx, p),
         "gettopics" => get_topics(ctx, p),
-        "getsubscriptioninfo" => get_subscription_info(ctx, p),
+        "getsubscriptioninfo" => get_subscription_info(ctx, caller, p),
+        "createsubaccount" => crate::resellers::create_sub_account(caller, p),
+        "setsubaccountallowance" => crate::resellers::set_sub_account_allowance(caller, p),
+        "getsubaccounts" => crate::resellers::get_sub_accounts(caller),
+        "createsubaccountkey" => crate::resellers::create_sub_account_key(caller, p),
         _ => Err(ApiError::new(
             "FailedRequestViaAPI",
             format!("The command '{cmd}' is not in the list of supported commands."),
         )),
+    }?;
+    if let Some(cost) = metering::cost(&cmd_lower, &reply) {
+        match caller.charge(&mut reply, cost) {
+            Err(e) if e.code == "InsufficientIndexItemInfoUnits" => {
+                match metering::failover(p, cost)? {
+                    Some(other) => caller.charge(&mut reply, other)?,
+                    None => return Err(e),
+                }
+            }
+            charged => charged?,
+        }
     }
+    if caller.sandbox {
+        reply.global("Sandbox", 1);
+    }
+    Ok(reply)
 }
 
 fn topic_columns(prefix: &str, n: usize) -> Vec<String> {
@@ -288,9 +316,9 @@ fn get_index_item_info(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
             (-1).into(),
             i64::from(item.level.item_type()).into(),
             c.indexed_urls.into(),
-            5000.into(),
-            c.ext_backlinks.into(),
-            c.ref_domains.into(),
+            (metering::BACKLINK_ANALYSIS as i64).into(),
+            metering::download_analysis(c.ext_backlinks, c.indexed_urls).into(),
+            metering::download_ref_domain_analysis(c.ref_domains).into(),
             c.ref_ips.into(),
             c.ref_subnets.into(),
             c.ref_domains_edu.into(),
@@ -1284,12 +1312,46 @@ fn get_topics(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
 }
 
 /// GetSubscriptionInfo: free; the limits this server enforces and both indexes' facts.
-fn get_subscription_info(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
+fn get_subscription_info(
+    ctx: &Context,
+    caller: &Caller<'_>,
+    p: &Params,
+) -> Result<Reply, ApiError> {
     let (kind, store) = ctx.index(p)?;
     let mut reply = Reply::ok();
     ctx.globals(&mut reply, kind, store)?;
     reply.global("MaxGetIndexInfoBatchCount", MAX_ITEMS as i64);
     reply.global("SubscriptionIsActive", 1);
+    let usage = caller
+        .accounts
+        .usage(caller.principal.account)
+        .map_err(|e| ApiError::new("InternalError", e.to_string()))?;
+    let total = usage.account.allowance;
+    reply.global("TotalIndexItemInfoResUnits", total.index_item_info as i64);
+    reply.global("TotalAnalysisResUnits", total.analysis as i64);
+    reply.global("TotalRetrievalResUnits", total.retrieval as i64);
+    let mut subs = Table::new(
+        "Subscriptions",
+        [
+            "Starts",
+            "Expires",
+            "IndexItemInfoResUnits",
+            "RetrievalResUnits",
+            "AnalysisResUnits",
+        ]
+        .iter()
+        .map(|c| c.to_string())
+        .collect(),
+    );
+    let left = usage.remaining;
+    subs.push(vec![
+        date_time(usage.period.0).into(),
+        date_time(usage.period.1).into(),
+        (left.index_item_info as i64).into(),
+        (left.retrieval as i64).into(),
+        (left.analysis as i64).into(),
+    ]);
+    reply.tables.push(subs);
     let mut t = Table::new(
         "IndexInfo",
         [
@@ -1326,4 +1388,16 @@ fn get_subscription_info(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
     }
     reply.tables.push(t);
     Ok(reply)
+}
+
+/// `yyyy-mm-dd HH:MM:SS` (UTC) of Unix seconds.
+pub(crate) fn date_time(t: i64) -> String {
+    let s = t.rem_euclid(86_400);
+    format!(
+        "{} {:02}:{:02}:{:02}",
+        format_day(t.div_euclid(86_400) as u32),
+        s / 3600,
+        s / 60 % 60,
+        s % 60
+    )
 }

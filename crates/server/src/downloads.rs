@@ -9,7 +9,9 @@
 use crate::commands::Context;
 use crate::envelope::{Reply, Table, Value};
 use crate::error::ApiError;
+use crate::metering::{self, Caller};
 use crate::params::Params;
+use accounts::Units;
 use flate2::write::GzEncoder;
 use flate2::Compression;
 use indexes::IndexKind;
@@ -59,6 +61,8 @@ pub const CSV_HEADER: &[&str] = &[
 #[derive(Debug, Clone)]
 struct Job {
     id: String,
+    /// The account that queued the job: only it sees and deletes the job.
+    account: i64,
     item: String,
     index: IndexKind,
     status: i64,
@@ -73,7 +77,7 @@ struct Job {
 impl Job {
     fn to_json(&self) -> serde_json::Value {
         serde_json::json!({
-            "id": self.id, "item": self.item, "index": self.index.as_str(), "status": self.status,
+            "id": self.id, "account": self.account, "item": self.item, "index": self.index.as_str(), "status": self.status,
             "created": self.created, "updated": self.updated, "rows": self.rows,
             "file_size": self.file_size, "last_error": self.last_error, "file_name": self.file_name,
         })
@@ -82,6 +86,7 @@ impl Job {
     fn from_json(v: &serde_json::Value) -> Option<Job> {
         Some(Job {
             id: v["id"].as_str()?.to_string(),
+            account: v["account"].as_i64()?,
             item: v["item"].as_str()?.to_string(),
             index: v["index"].as_str()?.parse().ok()?,
             status: v["status"].as_i64()?,
@@ -183,19 +188,28 @@ impl Downloads {
 
     /// Removes expired jobs and their files.
     fn purge_expired(&self) {
-        let expired: Vec<String> = {
+        let expired: Vec<(String, i64)> = {
             let jobs = self.jobs.lock().unwrap_or_else(|p| p.into_inner());
             jobs.values()
                 .filter(|j| now() - j.created > EXPIRY_SECONDS)
-                .map(|j| j.id.clone())
+                .map(|j| (j.id.clone(), j.account))
                 .collect()
         };
-        for id in expired {
-            self.delete(&id);
+        for (id, account) in expired {
+            self.delete(&id, account);
         }
     }
 
-    fn delete(&self, id: &str) -> Option<Job> {
+    /// Removes `account`'s job `id`, aborting it if it runs; another account's job is left
+    /// alone, as if it did not exist.
+    fn delete(&self, id: &str, account: i64) -> Option<Job> {
+        let job = {
+            let mut jobs = self.jobs.lock().unwrap_or_else(|p| p.into_inner());
+            if jobs.get(id)?.account != account {
+                return None;
+            }
+            jobs.remove(id)?
+        };
         if let Some(flag) = self
             .cancel
             .lock()
@@ -204,11 +218,6 @@ impl Downloads {
         {
             flag.store(true, Ordering::Relaxed);
         }
-        let job = self
-            .jobs
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(id)?;
         let _ = std::fs::remove_file(self.dir.join(&job.file_name));
         let _ = std::fs::remove_file(self.dir.join(format!("{id}.json")));
         Some(job)
@@ -339,7 +348,11 @@ fn export(store: &Store, item: &Item, path: &Path, cancel: &AtomicBool) -> Resul
 }
 
 /// DownloadBackLinks: queues an export and answers `QueuedForProcessing` with its JobID.
-pub fn download_back_links(ctx: &Arc<Context>, p: &Params) -> Result<Reply, ApiError> {
+pub fn download_back_links(
+    ctx: &Arc<Context>,
+    caller: &Caller<'_>,
+    p: &Params,
+) -> Result<Reply, ApiError> {
     let downloads = &ctx.downloads;
     downloads.purge_expired();
     let raw = p
@@ -349,7 +362,22 @@ pub fn download_back_links(ctx: &Arc<Context>, p: &Params) -> Result<Reply, ApiE
         .filter(|s| !s.is_empty())
         .ok_or_else(|| ApiError::new("MissingParameter", "parameter 'Query' is required"))?;
     let item = Item::parse(raw).map_err(|e| ApiError::new("InvalidItem", format!("Query: {e}")))?;
-    let (index, _) = ctx.index(p)?;
+    let (index, store) = ctx.index(p)?;
+    // Charged when queued: the analysis cost GetIndexItemInfo predicts, and one retrieval
+    // unit per backlink the export will write.
+    let c = store
+        .counters(&item)
+        .map_err(|e| ApiError::new("InternalError", e.to_string()))?
+        .unwrap_or_default();
+    let mut reply = Reply::ok();
+    caller.charge(
+        &mut reply,
+        Units {
+            analysis: metering::download_analysis(c.ext_backlinks, c.indexed_urls) as u64,
+            retrieval: c.ext_backlinks.max(0) as u64,
+            ..Units::default()
+        },
+    )?;
     let id = new_job_id();
     let day = format_day((now() / 86_400) as u32);
     let safe: String = item
@@ -365,6 +393,7 @@ pub fn download_back_links(ctx: &Arc<Context>, p: &Params) -> Result<Reply, ApiE
     };
     let job = Job {
         id: id.clone(),
+        account: caller.principal.account,
         item: item.name.clone(),
         index,
         status: status::AWAITING_PROCESSING,
@@ -419,7 +448,6 @@ pub fn download_back_links(ctx: &Arc<Context>, p: &Params) -> Result<Reply, ApiE
             }
         }
     });
-    let mut reply = Reply::ok();
     ctx.globals(&mut reply, index, ctx.store(index))?;
     reply.code = "QueuedForProcessing".into();
     reply.global("DownloadJobID", id.as_str());
@@ -430,7 +458,11 @@ pub fn download_back_links(ctx: &Arc<Context>, p: &Params) -> Result<Reply, ApiE
 }
 
 /// GetDownloadsList: every job, or one (`DownloadJobID`).
-pub fn get_downloads_list(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
+pub fn get_downloads_list(
+    ctx: &Context,
+    caller: &Caller<'_>,
+    p: &Params,
+) -> Result<Reply, ApiError> {
     let downloads = &ctx.downloads;
     downloads.purge_expired();
     let only = p
@@ -456,15 +488,20 @@ pub fn get_downloads_list(ctx: &Context, p: &Params) -> Result<Reply, ApiError> 
     ];
     let mut t = Table::new("Downloads", cols.iter().map(|c| c.to_string()).collect());
     let jobs = downloads.jobs.lock().unwrap_or_else(|p| p.into_inner());
+    let mine = |j: &&Job| j.account == caller.principal.account;
     if let Some(id) = only {
-        if !jobs.contains_key(id) {
+        if !jobs.get(id).is_some_and(|j| mine(&j)) {
             return Err(ApiError::new(
                 "UnknownDownloadJob",
                 format!("no download job {id:?}"),
             ));
         }
     }
-    for j in jobs.values().filter(|j| only.is_none_or(|id| id == j.id)) {
+    for j in jobs
+        .values()
+        .filter(mine)
+        .filter(|j| only.is_none_or(|id| id == j.id))
+    {
         t.push(vec![
             format!("API Job: DownloadBackLinks ({}) {}", j.id, j.item).into(),
             j.id.as_str().into(),
@@ -490,7 +527,7 @@ pub fn get_downloads_list(ctx: &Context, p: &Params) -> Result<Reply, ApiError> 
 }
 
 /// DeleteDownloads: removes jobs (aborting running ones) and their files.
-pub fn delete_downloads(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
+pub fn delete_downloads(ctx: &Context, caller: &Caller<'_>, p: &Params) -> Result<Reply, ApiError> {
     let ids = p.required("DownloadJobIDs")?;
     let mut t = Table::new(
         "DeletionResults",
@@ -500,7 +537,7 @@ pub fn delete_downloads(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
             .collect(),
     );
     for id in ids.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        match ctx.downloads.delete(id) {
+        match ctx.downloads.delete(id, caller.principal.account) {
             Some(j) => t.push(vec![
                 id.into(),
                 "Deleted successfully.".into(),

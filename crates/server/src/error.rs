@@ -23,8 +23,6 @@ pub enum Error {
     Indexes(#[from] indexes::Error),
     #[error("TLS {path}: {message}")]
     Tls { path: String, message: String },
-    #[error("keys file {path}: {message}")]
-    Keys { path: String, message: String },
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -4,7 +4,9 @@
 use crate::commands::{execute, Context};
 use crate::envelope::Reply;
 use crate::error::ApiError;
+use crate::metering::Caller;
 use crate::params::Params;
+use accounts::{Accounts, Credential, IpRange};
 use bytes::Bytes;
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, Limited, StreamBody};
@@ -13,7 +15,7 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use std::collections::HashSet;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
@@ -39,9 +41,14 @@ impl Default for Limits {
 /// Shared state of every connection.
 pub struct Service {
     pub ctx: Arc<Context>,
-    /// Accepted API keys (until the account store replaces them).
-    pub keys: HashSet<String>,
+    /// The sandbox database served under `/sandbox/`: any valid credential, no charge.
+    pub sandbox: Option<Arc<Context>>,
+    pub accounts: Arc<Accounts>,
     pub limits: Limits,
+    /// Proxies whose `X-Forwarded-For` header names the client (empty: none is believed).
+    pub trusted_proxies: Vec<IpRange>,
+    /// Lifetime of the access tokens users grant OpenApps on the grant page.
+    pub token_ttl: Duration,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -51,9 +58,9 @@ enum Format {
 }
 
 /// Every response body: small ones in memory, download files streamed from disk.
-type Body = BoxBody<Bytes, std::io::Error>;
+pub(crate) type Body = BoxBody<Bytes, std::io::Error>;
 
-fn full(bytes: impl Into<Bytes>) -> Body {
+pub(crate) fn full(bytes: impl Into<Bytes>) -> Body {
     Full::new(bytes.into())
         .map_err(|never| match never {})
         .boxed()
@@ -74,57 +81,128 @@ fn error_reply(e: ApiError) -> Reply {
     Reply::error(e.code, e.message)
 }
 
-async fn handle(svc: Arc<Service>, req: Request<Incoming>) -> Response<Body> {
-    if let Some(name) = req.uri().path().strip_prefix("/downloads/") {
+/// The client's address: the peer's, or, when the peer is a trusted proxy, the last
+/// address in `X-Forwarded-For` that is not itself a trusted proxy. `None` when a
+/// trusted proxy forwarded something that is not an address.
+pub(crate) fn client_ip(
+    peer: IpAddr,
+    forwarded_for: Option<&str>,
+    trusted: &[IpRange],
+) -> Option<IpAddr> {
+    let is_trusted = |ip: IpAddr| trusted.iter().any(|r| r.contains(ip));
+    let Some(chain) = forwarded_for.filter(|_| is_trusted(peer)) else {
+        return Some(peer);
+    };
+    let mut client = peer;
+    for hop in chain.rsplit(',') {
+        client = hop.trim().parse().ok()?;
+        if !is_trusted(client) {
+            break;
+        }
+    }
+    Some(client)
+}
+
+/// Reads a POST body within the size and time limits.
+pub(crate) async fn read_body(svc: &Service, req: Request<Incoming>) -> Result<Vec<u8>, ApiError> {
+    if req.method() != Method::POST {
+        return Ok(Vec::new());
+    }
+    let limited = Limited::new(req.into_body(), svc.limits.max_body_bytes);
+    match tokio::time::timeout(svc.limits.read_timeout, limited.collect()).await {
+        Err(_) => Err(ApiError::new(
+            "RequestTimeout",
+            "the request body was not received in time",
+        )),
+        Ok(Err(_)) => Err(ApiError::new(
+            "RequestTooLarge",
+            format!("request body over {} bytes", svc.limits.max_body_bytes),
+        )),
+        Ok(Ok(b)) => Ok(b.to_bytes().to_vec()),
+    }
+}
+
+/// The credential a request carries: an OpenApp's `privatekey` with a user's token in
+/// `accesstoken` or `authentication_token`, or an API key in `authentication_token` or
+/// `app_api_key`.
+fn credential(p: &Params) -> Result<Credential<'_>, ApiError> {
+    if let Some(private_key) = p.get("privatekey") {
+        let token = p
+            .get("accesstoken")
+            .or_else(|| p.get("authentication_token"))
+            .ok_or_else(|| {
+                ApiError::new(
+                    "MissingParameter",
+                    "an OpenApp request needs the user's token in 'accesstoken'",
+                )
+            })?;
+        return Ok(Credential::OpenApp { private_key, token });
+    }
+    p.get("authentication_token")
+        .or_else(|| p.get("app_api_key"))
+        .map(Credential::Key)
+        .ok_or_else(|| {
+            ApiError::new(
+                "FailedRequestViaAPI",
+                "API Key does not appear to be correct: no key given",
+            )
+        })
+}
+
+async fn handle(svc: Arc<Service>, req: Request<Incoming>, peer: IpAddr) -> Response<Body> {
+    let forwarded: Vec<&str> = req
+        .headers()
+        .get_all("x-forwarded-for")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    let client = client_ip(
+        peer,
+        (!forwarded.is_empty())
+            .then(|| forwarded.join(","))
+            .as_deref(),
+        &svc.trusted_proxies,
+    );
+    let path = req.uri().path().to_string();
+    if let Some(name) = path.strip_prefix("/downloads/") {
         return download_file(&svc, name).await;
     }
-    let format = match req.uri().path() {
+    if path == crate::openapp::PATH {
+        return crate::openapp::authorize(&svc, req, client).await;
+    }
+    let (sandbox, api_path) = match path.strip_prefix("/sandbox") {
+        Some(rest) => (true, rest),
+        None => (false, path.as_str()),
+    };
+    let format = match api_path {
         "/api/json" => Format::Json,
         "/api/xml" | "/api_command" => Format::Xml,
         _ => return not_found(),
     };
+    let ctx = match (sandbox, &svc.sandbox) {
+        (false, _) => svc.ctx.clone(),
+        (true, Some(sandbox)) => sandbox.clone(),
+        (true, None) => return not_found(),
+    };
     let query = req.uri().query().unwrap_or("").as_bytes().to_vec();
-    let body = if req.method() == Method::POST {
-        let limited = Limited::new(req.into_body(), svc.limits.max_body_bytes);
-        match tokio::time::timeout(svc.limits.read_timeout, limited.collect()).await {
-            Err(_) => {
-                return render(
-                    &error_reply(ApiError::new(
-                        "RequestTimeout",
-                        "the request body was not received in time",
-                    )),
-                    format,
-                )
-            }
-            Ok(Err(_)) => {
-                return render(
-                    &error_reply(ApiError::new(
-                        "RequestTooLarge",
-                        format!("request body over {} bytes", svc.limits.max_body_bytes),
-                    )),
-                    format,
-                )
-            }
-            Ok(Ok(b)) => b.to_bytes().to_vec(),
-        }
-    } else {
-        Vec::new()
+    let body = match read_body(&svc, req).await {
+        Ok(body) => body,
+        Err(e) => return render(&error_reply(e), format),
     };
     let svc2 = svc.clone();
     let reply = tokio::task::spawn_blocking(move || {
         let params = Params::parse(&query, &body)?;
-        let key = params
-            .get("authentication_token")
-            .or_else(|| params.get("app_api_key"))
-            .unwrap_or("");
-        if !svc2.keys.contains(key) {
-            return Err(ApiError::new(
-                "FailedRequestViaAPI",
-                "API Key does not appear to be correct",
-            ));
-        }
+        let principal = svc2
+            .accounts
+            .authenticate(credential(&params)?, client)
+            .map_err(|e| ApiError::new(e.code(), e.to_string()))?;
+        let caller = Caller {
+            principal,
+            accounts: &svc2.accounts,
+            sandbox,
+        };
         let cmd = params.required("cmd")?;
-        execute(&svc2.ctx, cmd, &params)
+        execute(&ctx, &caller, cmd, &params)
     })
     .await
     .unwrap_or_else(|e| Err(ApiError::new("InternalError", e.to_string())))
@@ -135,7 +213,8 @@ async fn handle(svc: Arc<Service>, req: Request<Incoming>) -> Response<Body> {
 /// Serves a finished export file. Its name holds the job's 128-bit random id, so the URL
 /// itself is the capability, as with Majestic's public download locations.
 async fn download_file(svc: &Service, name: &str) -> Response<Body> {
-    let Some(path) = svc.ctx.downloads.file(name) else {
+    let sandbox = svc.sandbox.as_ref().and_then(|s| s.downloads.file(name));
+    let Some(path) = svc.ctx.downloads.file(name).or(sandbox) else {
         return not_found();
     };
     let Ok(file) = tokio::fs::File::open(&path).await else {
@@ -157,7 +236,7 @@ async fn download_file(svc: &Service, name: &str) -> Response<Body> {
         .expect("valid response")
 }
 
-fn not_found() -> Response<Body> {
+pub(crate) fn not_found() -> Response<Body> {
     Response::builder()
         .status(StatusCode::NOT_FOUND)
         .body(full(Bytes::from_static(
@@ -197,14 +276,14 @@ pub fn tls_config(
     Ok(Arc::new(config))
 }
 
-async fn serve_connection<IO>(svc: Arc<Service>, io: IO)
+async fn serve_connection<IO>(svc: Arc<Service>, io: IO, peer: IpAddr)
 where
     IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let timeout = svc.limits.read_timeout;
     let service = service_fn(move |req| {
         let svc = svc.clone();
-        async move { Ok::<_, std::convert::Infallible>(handle(svc, req).await) }
+        async move { Ok::<_, std::convert::Infallible>(handle(svc, req, peer).await) }
     });
     let _ = http1::Builder::new()
         .timer(TokioTimer::new())
@@ -221,26 +300,29 @@ pub async fn serve(
     tls: Option<Arc<rustls::ServerConfig>>,
 ) -> std::io::Result<()> {
     let scheme = if tls.is_some() { "https" } else { "http" };
-    *svc.ctx
-        .downloads
-        .public_base
-        .lock()
-        .unwrap_or_else(|p| p.into_inner()) = format!("{scheme}://{}", listener.local_addr()?);
+    let base = format!("{scheme}://{}", listener.local_addr()?);
+    for ctx in std::iter::once(&svc.ctx).chain(&svc.sandbox) {
+        *ctx.downloads
+            .public_base
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = base.clone();
+    }
     let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
     loop {
-        let (stream, _peer) = listener.accept().await?;
+        let (stream, peer) = listener.accept().await?;
+        let peer = peer.ip();
         let _ = stream.set_nodelay(true);
         let svc = svc.clone();
         let acceptor = acceptor.clone();
         tokio::spawn(async move {
             match acceptor {
-                None => serve_connection(svc, stream).await,
+                None => serve_connection(svc, stream, peer).await,
                 Some(acceptor) => {
                     let handshake =
                         tokio::time::timeout(svc.limits.read_timeout, acceptor.accept(stream))
                             .await;
                     if let Ok(Ok(tls_stream)) = handshake {
-                        serve_connection(svc, tls_stream).await;
+                        serve_connection(svc, tls_stream, peer).await;
                     }
                 }
             }

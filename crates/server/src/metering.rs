@@ -1,0 +1,109 @@
+//! Resource units: what each command costs (the cost table of `docs/api.md`) and who
+//! pays. Costs follow Majestic's published charges where it has them.
+
+use crate::envelope::Reply;
+use crate::error::ApiError;
+use crate::params::Params;
+use accounts::{Accounts, ChargeError, Principal, UnitKind, Units};
+
+/// Analysis units of GetBackLinkData and GetNewLostBackLinks.
+pub const BACKLINK_ANALYSIS: u64 = 5_000;
+/// Analysis units of GetRefDomains, GetAnchorText and GetTopics.
+pub const SUMMARY_ANALYSIS: u64 = 1_000;
+
+/// `DownloadBacklinksAnalysisResUnitsCost`: max(25,000, ExtBackLinks + IndexedURLs).
+pub fn download_analysis(ext_backlinks: i64, indexed_urls: i64) -> i64 {
+    (ext_backlinks + indexed_urls).max(25_000)
+}
+
+/// `DownloadRefDomainBacklinksAnalysisResUnitsCost`: 50,000 + 20 per referring domain.
+pub fn download_ref_domain_analysis(ref_domains: i64) -> i64 {
+    50_000 + 20 * ref_domains
+}
+
+/// Who a request acts for, and whether it pays.
+pub struct Caller<'a> {
+    pub principal: Principal,
+    pub accounts: &'a Accounts,
+    /// Sandbox requests are never charged.
+    pub sandbox: bool,
+}
+
+impl Caller<'_> {
+    /// Charges `cost` to the caller (and any reseller above it) and writes the
+    /// `Charged*`/`Remaining*` globals, or refuses with the `Insufficient*` code and
+    /// charges nothing.
+    pub(crate) fn charge(&self, reply: &mut Reply, cost: Units) -> Result<(), ApiError> {
+        if self.sandbox {
+            return Ok(());
+        }
+        let balance = self
+            .accounts
+            .charge(self.principal.account, cost)
+            .map_err(|e| match e {
+                ChargeError::Insufficient(i) => ApiError::new(i.code(), i.to_string()),
+                ChargeError::Store(e) => ApiError::new("InternalError", e.to_string()),
+            })?;
+        for kind in [
+            UnitKind::IndexItemInfo,
+            UnitKind::Analysis,
+            UnitKind::Retrieval,
+        ] {
+            let (charged, remaining) = match kind {
+                UnitKind::IndexItemInfo => (
+                    balance.charged.index_item_info,
+                    balance.remaining.index_item_info,
+                ),
+                UnitKind::Analysis => (balance.charged.analysis, balance.remaining.analysis),
+                UnitKind::Retrieval => (balance.charged.retrieval, balance.remaining.retrieval),
+            };
+            reply.global(&format!("Charged{kind}ResUnits"), to_int(charged));
+            reply.global(&format!("Remaining{kind}ResUnits"), to_int(remaining));
+        }
+        Ok(())
+    }
+}
+
+fn to_int(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// Rows of every table of a reply: what retrieval units count.
+fn rows(reply: &Reply) -> u64 {
+    reply.tables.iter().map(|t| t.rows.len() as u64).sum()
+}
+
+/// The cost of a command that has run, or `None` for free commands (and for
+/// DownloadBackLinks, which charges before it queues).
+pub(crate) fn cost(cmd: &str, reply: &Reply) -> Option<Units> {
+    let analysis = |analysis| {
+        Some(Units {
+            analysis,
+            retrieval: rows(reply),
+            ..Units::default()
+        })
+    };
+    match cmd {
+        "getindexiteminfo" => Some(Units {
+            index_item_info: rows(reply),
+            ..Units::default()
+        }),
+        "getbacklinkdata" | "getnewlostbacklinks" => analysis(BACKLINK_ANALYSIS),
+        "getrefdomains" | "getanchortext" | "gettopics" => analysis(SUMMARY_ANALYSIS),
+        _ => None,
+    }
+}
+
+/// GetIndexItemInfo paid in analysis and retrieval units when index item info units run
+/// out and the request allows it (`EnableResourceUnitFailover=1`): 500 per call, 50 per
+/// item, and one retrieval unit per item.
+pub(crate) fn failover(p: &Params, cost: Units) -> Result<Option<Units>, ApiError> {
+    if p.int("EnableResourceUnitFailover", 0)? != 1 || cost.index_item_info == 0 {
+        return Ok(None);
+    }
+    Ok(Some(Units {
+        analysis: 500 + 50 * cost.index_item_info,
+        retrieval: cost.index_item_info,
+        ..Units::default()
+    }))
+}
