@@ -37,7 +37,7 @@ fn start() -> Api {
     run(&args.iter().map(String::as_str).collect::<Vec<_>>());
     let seeds = Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/demo-seeds.tsv");
     run(&["flow", "--data", d, "--seeds", seeds.to_str().unwrap()]);
-    let account = create_account(&data, "test", [1 << 40, 1 << 50, 1 << 50], &[]);
+    let account = create_account(&data, "test", [1 << 40, 1 << 50, 1 << 50], &["--reseller"]);
     let key = create_key(&data, account);
     let srv = Server::start(&data, &["--no-sandbox"]);
     Api {

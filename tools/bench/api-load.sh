@@ -18,12 +18,16 @@ fi
 data=target/bench-data/api-data
 rm -rf "$data" && mkdir -p "$data"
 ln -s "$(pwd)/$store" "$data/historic"
-echo bench-key > "$data/keys.txt"
-target/release/linkbase serve --data "$data" --listen 127.0.0.1:18181 > target/bench-data/serve.log 2>&1 &
+# Metering is on: every request below is charged to this account (allowances large
+# enough never to run out).
+account=$(target/release/linkbase keys --data "$data" account-create --name bench \
+    --index-item-info 1000000000000 --analysis 1000000000000000 --retrieval 1000000000000000 2>/dev/null)
+key=$(target/release/linkbase keys --data "$data" create --account "$account" 2>/dev/null)
+target/release/linkbase serve --data "$data" --listen 127.0.0.1:18181 --no-sandbox > target/bench-data/serve.log 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null' EXIT
 for _ in $(seq 50); do grep -q serving target/bench-data/serve.log && break; sleep 0.2; done
-base="http://127.0.0.1:18181/api/json?app_api_key=bench-key"
+base="http://127.0.0.1:18181/api/json?app_api_key=$key"
 hot="http%3A%2F%2Fwww.hot-target.com%2F"
 for name in "GetIndexItemInfo 1 item|cmd=GetIndexItemInfo&items=1&item0=$hot" \
             "GetBackLinkData Count=100|cmd=GetBackLinkData&item=$hot&Count=100" \

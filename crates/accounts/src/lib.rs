@@ -22,7 +22,7 @@ use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use secret::Digest;
 use std::fmt;
 use std::net::IpAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -130,6 +130,12 @@ impl Units {
             retrieval: f(self.retrieval, o.retrieval),
         }
     }
+
+    const MAX: Units = Units {
+        index_item_info: u64::MAX,
+        analysis: u64::MAX,
+        retrieval: u64::MAX,
+    };
 
     pub fn is_zero(&self) -> bool {
         *self == Units::default()
@@ -266,8 +272,17 @@ pub struct Principal {
 /// The account store. Cheap to share: one connection behind a mutex (SQLite serialises
 /// writers anyway, and every operation is a few indexed rows).
 pub struct Accounts {
+    path: PathBuf,
+    /// The writer: every change, and every group of charges.
     conn: Mutex<Connection>,
+    /// Read-only connections for `authenticate`, so checking a credential never waits for
+    /// a commit (WAL readers see the last committed state).
+    readers: Mutex<Vec<Connection>>,
     clock: Box<dyn Fn() -> i64 + Send + Sync>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 fn system_now() -> i64 {
@@ -382,11 +397,7 @@ fn chain_in(conn: &Connection, id: i64) -> Result<Vec<Account>> {
 
 /// What `chain` can still spend: the least, per kind, of each level's allowance less use.
 fn remaining_in(conn: &Connection, chain: &[Account], now: i64) -> Result<Units> {
-    let mut remaining = Units {
-        index_item_info: u64::MAX,
-        analysis: u64::MAX,
-        retrieval: u64::MAX,
-    };
+    let mut remaining = Units::MAX;
     for a in chain {
         let left = a.allowance.zip(used_in(conn, a, now)?, |allowed, used| {
             allowed.saturating_sub(used)
@@ -438,7 +449,9 @@ impl Accounts {
             }
         }
         Ok(Accounts {
+            path: path.to_path_buf(),
             conn: Mutex::new(conn),
+            readers: Mutex::new(Vec::new()),
             clock,
         })
     }
@@ -448,7 +461,27 @@ impl Accounts {
     }
 
     fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
-        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.conn)
+    }
+
+    /// A read-only connection from the pool (opened when none is free), returned on drop.
+    fn reader(&self) -> Result<Reader<'_>> {
+        let conn = match lock(&self.readers).pop() {
+            Some(c) => c,
+            None => {
+                let c = Connection::open_with_flags(
+                    &self.path,
+                    rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
+                        | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+                )?;
+                c.busy_timeout(std::time::Duration::from_secs(10))?;
+                c
+            }
+        };
+        Ok(Reader {
+            pool: &self.readers,
+            conn: Some(conn),
+        })
     }
 
     /// Creates an account. A sub-account's allowance is carved out of its reseller's: the
@@ -547,51 +580,61 @@ impl Accounts {
     }
 
     /// Charges `cost` to an account and every reseller above it, or to none of them: the
-    /// check and the update are one transaction, so concurrent charges never overspend.
+    /// check and the update are one transaction, so concurrent charges (threads or
+    /// processes) never overspend.
     pub fn charge(&self, id: i64, cost: Units) -> Result<Balance, ChargeError> {
         let mut conn = self.conn();
         let now = self.now();
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         let chain = chain_in(&tx, id)?;
-        for (level, a) in chain.iter().enumerate() {
-            let used = used_in(&tx, a, now)?;
-            for kind in KINDS {
-                let left = a.allowance.get(kind).saturating_sub(used.get(kind));
-                if cost.get(kind) > left {
-                    let remaining = remaining_in(&tx, &chain, now)?.get(kind);
-                    return Err(Insufficient {
-                        kind,
-                        cost: cost.get(kind),
-                        remaining,
-                        by_reseller: level > 0,
-                    }
-                    .into());
+        let used = chain
+            .iter()
+            .map(|a| used_in(&tx, a, now))
+            .collect::<rusqlite::Result<Vec<Units>>>()?;
+        let left: Vec<Units> = chain
+            .iter()
+            .zip(&used)
+            .map(|(a, u)| a.allowance.zip(*u, u64::saturating_sub))
+            .collect();
+        let least = |left: &[Units]| left.iter().fold(Units::MAX, |m, l| m.zip(*l, u64::min));
+        for (level, l) in left.iter().enumerate() {
+            if let Some(kind) = KINDS.into_iter().find(|k| cost.get(*k) > l.get(*k)) {
+                return Err(Insufficient {
+                    kind,
+                    cost: cost.get(kind),
+                    remaining: least(&left).get(kind),
+                    by_reseller: level > 0,
                 }
+                .into());
             }
         }
         if !cost.is_zero() {
-            let mut add = tx.prepare_cached(
+            let mut put = tx.prepare_cached(
                 "INSERT INTO usage (account, period, index_item_info_units, analysis_units, retrieval_units) VALUES (?1, ?2, ?3, ?4, ?5)
                  ON CONFLICT (account, period) DO UPDATE SET
-                   index_item_info_units = index_item_info_units + excluded.index_item_info_units,
-                   analysis_units = analysis_units + excluded.analysis_units,
-                   retrieval_units = retrieval_units + excluded.retrieval_units",
+                   index_item_info_units = excluded.index_item_info_units,
+                   analysis_units = excluded.analysis_units,
+                   retrieval_units = excluded.retrieval_units",
             )?;
-            for a in &chain {
-                add.execute(params![
+            for (a, u) in chain.iter().zip(&used) {
+                let after = u.zip(cost, u64::saturating_add);
+                put.execute(params![
                     a.id,
                     a.period_at(now),
-                    to_i64(cost.index_item_info),
-                    to_i64(cost.analysis),
-                    to_i64(cost.retrieval)
+                    to_i64(after.index_item_info),
+                    to_i64(after.analysis),
+                    to_i64(after.retrieval)
                 ])?;
             }
         }
-        let remaining = remaining_in(&tx, &chain, now)?;
         tx.commit()?;
+        let after: Vec<Units> = left
+            .iter()
+            .map(|l| l.zip(cost, u64::saturating_sub))
+            .collect();
         Ok(Balance {
             charged: cost,
-            remaining,
+            remaining: least(&after),
         })
     }
 
@@ -764,7 +807,7 @@ impl Accounts {
         credential: Credential<'_>,
         client: Option<IpAddr>,
     ) -> Result<Principal, AuthError> {
-        let conn = self.conn();
+        let conn = self.reader()?;
         let now = self.now();
         match credential {
             Credential::Key(secret) => {
@@ -813,6 +856,27 @@ impl Accounts {
                     app: Some(app.id),
                 })
             }
+        }
+    }
+}
+
+/// A pooled read-only connection.
+struct Reader<'a> {
+    pool: &'a Mutex<Vec<Connection>>,
+    conn: Option<Connection>,
+}
+
+impl std::ops::Deref for Reader<'_> {
+    type Target = Connection;
+    fn deref(&self) -> &Connection {
+        self.conn.as_ref().expect("present until drop")
+    }
+}
+
+impl Drop for Reader<'_> {
+    fn drop(&mut self) {
+        if let Some(c) = self.conn.take() {
+            lock(self.pool).push(c);
         }
     }
 }
