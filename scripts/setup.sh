@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Installs what building Linkbase needs beyond the Rust toolchain: clang/libclang for the
-# RocksDB bindings. Does nothing when everything is already there.
+# RocksDB bindings; with `test`, also Chromium and ChromeDriver for the web tool's browser
+# tests. Does nothing when everything is already there.
 set -euo pipefail
 
+packages=(libclang-dev clang build-essential)
+[ "${1:-}" = test ] && packages+=(chromium chromium-driver)
 need=()
-for pkg in libclang-dev clang build-essential; do
+for pkg in "${packages[@]}"; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 

@@ -3,6 +3,6 @@
 # Tests that read ../shared/data fail (not skip) when CI=true and the data is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh test
 cargo build --release --workspace --bins
 cargo test --release --workspace "$@"

@@ -1,6 +1,10 @@
 //! Helpers of the end-to-end tests in `tests/`: the `linkbase` binary, a server started on
 //! a loopback port with its output captured, and accounts made through the operator CLI.
 
+mod browser;
+
+pub use browser::Browser;
+
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -305,6 +305,7 @@ fn serve(
         if sandbox.is_some() {
             banner += &format!("sandbox (any valid key, nothing charged): {scheme}://{addr}/sandbox/api/json\n");
         }
+        banner += &format!("Site Explorer (sign in with an API key): {scheme}://{addr}/explorer/\n");
         banner += &format!("OpenApp grant page: {scheme}://{addr}/openapp/authorize?app=ID\n");
         if let Some(key) = example_key {
             // A self-signed certificate needs curl's -k.

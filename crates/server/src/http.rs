@@ -167,6 +167,9 @@ async fn handle(svc: Arc<Service>, req: Request<Incoming>, peer: IpAddr) -> Resp
     if let Some(name) = path.strip_prefix("/downloads/") {
         return download_file(&svc, name).await;
     }
+    if let Some(page) = crate::explorer::asset(&path) {
+        return page;
+    }
     if path == crate::openapp::PATH {
         return crate::openapp::authorize(&svc, req, client).await;
     }

@@ -5,6 +5,7 @@ pub mod commands;
 pub mod downloads;
 pub mod envelope;
 mod error;
+mod explorer;
 pub mod http;
 pub mod metering;
 mod openapp;
