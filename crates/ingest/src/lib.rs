@@ -49,11 +49,17 @@ const MAX_LISTED_PROBLEMS: usize = 20;
 pub struct IngestOptions {
     /// Crawls per atomic commit.
     pub batch_pages: usize,
+    /// Only crawls fetched in `[from, to)` (Unix seconds) are applied; the others are
+    /// counted in `FileSummary::pages_out_of_range`. For a historic build's date range.
+    pub fetched_between: Option<(i64, i64)>,
 }
 
 impl Default for IngestOptions {
     fn default() -> Self {
-        IngestOptions { batch_pages: 2000 }
+        IngestOptions {
+            batch_pages: 2000,
+            fetched_between: None,
+        }
     }
 }
 
@@ -93,6 +99,8 @@ pub struct FileSummary {
     pub pages_unchanged: u64,
     /// Records that are not page fetches (requests, warcinfo, DNS, metadata).
     pub other_records: u64,
+    /// Crawls outside `IngestOptions::fetched_between`, not applied.
+    pub pages_out_of_range: u64,
     pub links_found: u64,
     pub links_new: u64,
     pub links_deleted: u64,
@@ -115,6 +123,7 @@ impl FileSummary {
             pages: 0,
             pages_unchanged: 0,
             other_records: 0,
+            pages_out_of_range: 0,
             links_found: 0,
             links_new: 0,
             links_deleted: 0,
@@ -478,6 +487,12 @@ impl Run<'_, '_> {
     fn apply(&mut self, f: Fetch<'_>) -> Result<(), RecordError> {
         let url = normalize_url(f.url, None).map_err(|e| format!("page URL: {e}"))?;
         let fetched_at = f.fetched_at.ok_or("no valid fetch date")?;
+        if let Some((from, to)) = self.opts.fetched_between {
+            if fetched_at < from || fetched_at >= to {
+                self.summary.pages_out_of_range += 1;
+                return Ok(());
+            }
+        }
         let page = Url::parse(&url).map_err(|e| format!("page URL: {e}"))?;
         let outcome = match f.status {
             200..=299 if f.is_html => {

@@ -373,7 +373,7 @@ fn open_existing(data: &Path, index: IndexKind) -> Result<Store> {
 }
 
 fn ingest_files(store: &Store, files: &[PathBuf], batch: usize) -> Result<()> {
-    let opts = IngestOptions { batch_pages: batch };
+    let opts = IngestOptions { batch_pages: batch, ..Default::default() };
     let started = Instant::now();
     let (mut links, mut bad) = (0u64, 0u64);
     let mut failed = Vec::new();

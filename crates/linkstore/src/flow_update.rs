@@ -149,6 +149,10 @@ impl FlowUpdate<'_> {
         let mut sync = WriteOptions::default();
         sync.set_sync(true);
         s.db.put_cf_opt(s.cf(CF_META), b"generation", [self.next], &sync)?;
+        // A served store's readers must see the new rows before they ask for them.
+        if s.is_published() {
+            s.publish();
+        }
         s.set_generation(self.next);
         for cf in [CF_BACKLINKS, CF_METRICS] {
             s.clear_other_generations(cf, self.next)?;

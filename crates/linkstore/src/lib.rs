@@ -31,4 +31,4 @@ pub use record::{
 pub use store::{
     BacklinkQuery, Store, StoreOptions, TimelinePoint, FORMAT_VERSION, MAX_BACKLINK_COUNT,
 };
-pub use writer::{ApplyStats, Writer};
+pub use writer::{ApplyStats, ExpireStats, Writer};

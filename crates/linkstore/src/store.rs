@@ -17,10 +17,20 @@ use rocksdb::{
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, RwLock};
+
+/// A published point-in-time view of the store.
+struct Published(rocksdb::SnapshotWithThreadMode<'static, DB>);
+
+/// Read options of one read, and the snapshot they point into (kept alive by the caller
+/// for as long as the read runs).
+struct View {
+    opts: ReadOptions,
+    _snapshot: Option<Arc<Published>>,
+}
 
 /// Version of the key layout and column-family set, stored under `meta/format`.
-pub const FORMAT_VERSION: u8 = 3;
+pub const FORMAT_VERSION: u8 = 4;
 
 pub(crate) const CF_META: &str = "meta";
 pub(crate) const CF_LINKS: &str = "links";
@@ -76,6 +86,9 @@ impl Default for StoreOptions {
 
 /// A backlink database on disk.
 pub struct Store {
+    /// What readers see once a writer publishes (`publish`); `None`: the latest writes.
+    /// Declared before `db`: a snapshot must be released before its database closes.
+    published: RwLock<Option<Arc<Published>>>,
     pub(crate) db: DB,
     pub(crate) hasher: ItemHasher,
     path: PathBuf,
@@ -203,6 +216,7 @@ impl Store {
             .get_cf(meta, b"generation")?
             .map_or(0, |v| v.first().copied().unwrap_or(0));
         Ok(Store {
+            published: RwLock::new(None),
             db,
             hasher: ItemHasher::new(hash_bits),
             path,
@@ -213,6 +227,45 @@ impl Store {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Makes everything written so far what readers see, atomically, and keeps them there
+    /// until the next `publish`: a writer that publishes only between whole units of work
+    /// (a crawl file) is never seen half-way. Reads never wait for writes. A store never
+    /// published shows readers every committed batch.
+    pub fn publish(&self) {
+        let snapshot = self.db.snapshot();
+        // SAFETY: the snapshot borrows `self.db`. It is stored in `self.published`, which
+        // is declared before `db` and so dropped before it; readers hold clones only for
+        // the duration of a `&self` method call.
+        let snapshot: rocksdb::SnapshotWithThreadMode<'static, DB> =
+            unsafe { std::mem::transmute(snapshot) };
+        *self.published.write().unwrap_or_else(|p| p.into_inner()) =
+            Some(Arc::new(Published(snapshot)));
+    }
+
+    pub(crate) fn is_published(&self) -> bool {
+        self.published
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some()
+    }
+
+    /// Read options for one read: the published snapshot, if any.
+    fn view(&self) -> View {
+        let snapshot = self
+            .published
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let mut opts = ReadOptions::default();
+        if let Some(s) = &snapshot {
+            opts.set_snapshot(&s.0);
+        }
+        View {
+            opts,
+            _snapshot: snapshot,
+        }
     }
 
     /// The generation of backlink orderings and metrics being served.
@@ -227,8 +280,9 @@ impl Store {
     /// Flow metrics of an item from the last flow build, `None` before any.
     pub fn metrics(&self, item: &Item) -> Result<Option<ItemMetrics>> {
         let key = metrics_key(self.generation(), &self.hasher.item_key(item));
+        let view = self.view();
         self.db
-            .get_pinned_cf(self.cf(CF_METRICS), key)?
+            .get_pinned_cf_opt(self.cf(CF_METRICS), key, &view.opts)?
             .map(|v| ItemMetrics::decode(&v))
             .transpose()
     }
@@ -240,8 +294,9 @@ impl Store {
             .iter()
             .map(|i| metrics_key(g, &self.hasher.item_key(i)))
             .collect();
+        let view = self.view();
         self.db
-            .batched_multi_get_cf(self.cf(CF_METRICS), &keys, false)
+            .batched_multi_get_cf_opt(self.cf(CF_METRICS), &keys, false, &view.opts)
             .into_iter()
             .map(|r| r?.map(|v| ItemMetrics::decode(&v)).transpose())
             .collect()
@@ -249,6 +304,19 @@ impl Store {
 
     /// Visits every stored link (internal and external, live and deleted), by source.
     pub fn scan_links(&self, mut visit: impl FnMut(&LinkRecord)) -> Result<()> {
+        let view = self.view();
+        let mut it = self.db.raw_iterator_cf_opt(self.cf(CF_LINKS), view.opts);
+        it.seek_to_first();
+        while let Some(v) = it.value() {
+            visit(&LinkRecord::decode(v)?);
+            it.next();
+        }
+        it.status()?;
+        Ok(())
+    }
+
+    /// Visits every stored link as last written, published or not (for writers).
+    pub(crate) fn scan_latest_links(&self, mut visit: impl FnMut(&LinkRecord)) -> Result<()> {
         let mut it = self.db.raw_iterator_cf(self.cf(CF_LINKS));
         it.seek_to_first();
         while let Some(v) = it.value() {
@@ -273,8 +341,9 @@ impl Store {
     /// Counters of an item, or `None` when the index knows nothing of it.
     pub fn counters(&self, item: &Item) -> Result<Option<Counters>> {
         let key = self.hasher.item_key(item);
+        let view = self.view();
         self.db
-            .get_pinned_cf(self.cf(CF_COUNTERS), key)?
+            .get_pinned_cf_opt(self.cf(CF_COUNTERS), key, &view.opts)?
             .map(|v| Counters::decode(&v))
             .transpose()
     }
@@ -283,8 +352,9 @@ impl Store {
     pub fn counters_many(&self, items: &[Item]) -> Result<Vec<Option<Counters>>> {
         let cf = self.cf(CF_COUNTERS);
         let keys: Vec<Vec<u8>> = items.iter().map(|i| self.hasher.item_key(i)).collect();
+        let view = self.view();
         self.db
-            .batched_multi_get_cf(cf, &keys, false)
+            .batched_multi_get_cf_opt(cf, &keys, false, &view.opts)
             .into_iter()
             .map(|r| r?.map(|v| Counters::decode(&v)).transpose())
             .collect()
@@ -297,8 +367,9 @@ impl Store {
 
     /// State of a crawled page.
     pub fn page(&self, url: &str) -> Result<Option<PageState>> {
+        let view = self.view();
         self.db
-            .get_pinned_cf(self.cf(CF_PAGES), url_key(url))?
+            .get_pinned_cf_opt(self.cf(CF_PAGES), url_key(url), &view.opts)?
             .map(|v| PageState::decode(&v))
             .transpose()
     }
@@ -362,7 +433,10 @@ impl Store {
     ) -> Result<()> {
         let hash = self.hasher.hash(item.level, &item.name);
         let lower = backlink_prefix(self.generation(), hash);
-        let mut opts = ReadOptions::default();
+        let View {
+            mut opts,
+            _snapshot,
+        } = self.view();
         if let Some(upper) = prefix_successor(&lower) {
             opts.set_iterate_upper_bound(upper);
         }
@@ -393,8 +467,9 @@ impl Store {
     /// One referring domain's aggregate for an item.
     pub fn ref_domain(&self, item: &Item, domain: &str) -> Result<Option<RefDomain>> {
         let key = crate::keys::member_key(&self.hasher.item_key(item), domain);
+        let view = self.view();
         self.db
-            .get_pinned_cf(self.cf(CF_REFDOMAINS), key)?
+            .get_pinned_cf_opt(self.cf(CF_REFDOMAINS), key, &view.opts)?
             .map(|v| RefDomain::decode(&v))
             .transpose()
     }
@@ -413,9 +488,12 @@ impl Store {
         decode: fn(&[u8]) -> Result<T>,
     ) -> Result<Vec<T>> {
         let prefix = self.hasher.item_key(item);
-        let mut it = self
-            .db
-            .iterator_cf(self.cf(cf), IteratorMode::From(&prefix, Direction::Forward));
+        let view = self.view();
+        let mut it = self.db.iterator_cf_opt(
+            self.cf(cf),
+            view.opts,
+            IteratorMode::From(&prefix, Direction::Forward),
+        );
         let mut out = Vec::new();
         let mut skipped = 0;
         while out.len() < count {
@@ -437,8 +515,10 @@ impl Store {
     pub fn timeline(&self, item: &Item, from_day: u32, to_day: u32) -> Result<Vec<TimelinePoint>> {
         let prefix = self.hasher.item_key(item);
         let start = crate::keys::timeline_key(&prefix, from_day);
-        let it = self.db.iterator_cf(
+        let view = self.view();
+        let it = self.db.iterator_cf_opt(
             self.cf(CF_TIMELINE),
+            view.opts,
             IteratorMode::From(&start, Direction::Forward),
         );
         let mut out = Vec::new();

@@ -124,8 +124,16 @@ pub struct Writer<'a> {
     refdomains: HashMap<Vec<u8>, Tracked<RefDomain>>,
     anchors: HashMap<Vec<u8>, Tracked<AnchorText>>,
     distinct: HashMap<Vec<u8>, i64>,
-    new_urls: HashSet<String>,
+    /// Reference counts of URLs touched in this batch (see `ref_url`).
+    url_refs: HashMap<String, i64>,
     pending_pages: usize,
+}
+
+/// What `Writer::expire_before` removed.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ExpireStats {
+    pub pages: u64,
+    pub links: u64,
 }
 
 impl<'a> Writer<'a> {
@@ -145,7 +153,7 @@ impl<'a> Writer<'a> {
             refdomains: HashMap::new(),
             anchors: HashMap::new(),
             distinct: HashMap::new(),
-            new_urls: HashSet::new(),
+            url_refs: HashMap::new(),
             pending_pages: 0,
         }
     }
@@ -192,7 +200,7 @@ impl<'a> Writer<'a> {
                 return Ok(stats);
             }
         } else {
-            self.see_url(&crawl.url)?;
+            self.ref_url(&crawl.url, 1)?;
             let mut delta = Counters {
                 crawled_urls: 1,
                 ..Default::default()
@@ -265,7 +273,7 @@ impl<'a> Writer<'a> {
             new.last_seen = new.last_seen.max(day);
             new.history.insert(day);
             if old.is_none() {
-                self.see_url(&link.target)?;
+                self.ref_url(&link.target, 1)?;
             }
             changes.push((old.cloned(), new));
         }
@@ -590,28 +598,84 @@ impl<'a> Writer<'a> {
         }
     }
 
-    /// Records a URL as known to the index; the first time, its items' `indexed_urls` grow.
-    fn see_url(&mut self, url: &str) -> Result<()> {
-        if self.new_urls.contains(url) {
-            return Ok(());
-        }
-        let key = url_key(url);
-        if self
-            .store
-            .db
-            .get_pinned_cf(self.store.cf(CF_URLS), &key)?
-            .is_some()
-        {
-            return Ok(());
-        }
-        self.new_urls.insert(url.to_string());
-        self.batch.put(CF_URLS, key, []);
-        let delta = Counters {
-            indexed_urls: 1,
-            ..Default::default()
+    /// Moves a URL's reference count: one for its page once crawled, one per link record
+    /// pointing to it. A URL is known to the index (and counted in its items'
+    /// `indexed_urls`) while its count is above zero.
+    fn ref_url(&mut self, url: &str, sign: i64) -> Result<()> {
+        let before = match self.url_refs.get(url) {
+            Some(&n) => n,
+            None => match self
+                .store
+                .db
+                .get_pinned_cf(self.store.cf(CF_URLS), url_key(url))?
+            {
+                Some(v) => crate::codec::Reader::new(&v, "urls").ivarint()?,
+                None => 0,
+            },
         };
-        self.add_counters_for_url(url, &delta, true);
+        let after = before + sign;
+        self.url_refs.insert(url.to_string(), after);
+        let moved = i64::from(after > 0) - i64::from(before > 0);
+        if moved != 0 {
+            let delta = Counters {
+                indexed_urls: moved,
+                ..Default::default()
+            };
+            self.add_counters_for_url(url, &delta, true);
+        }
         Ok(())
+    }
+
+    /// Removes every page last crawled before `cutoff` (a day number) with all its links,
+    /// and every other link last seen before it (or, deleted, lost before it), with their
+    /// whole share of every ordering, counter and aggregate: the rolling window of the
+    /// fresh index. Commits as it goes; pending crawls are committed first.
+    pub fn expire_before(&mut self, cutoff: u32) -> Result<ExpireStats> {
+        self.commit()?;
+        let mut stats = ExpireStats::default();
+        let mut old_pages: HashSet<String> = HashSet::new();
+        {
+            let mut it = self.store.db.raw_iterator_cf(self.store.cf(CF_PAGES));
+            it.seek_to_first();
+            while let (Some(k), Some(v)) = (it.key(), it.value()) {
+                if day_of(PageState::decode(v)?.last_fetch) < cutoff {
+                    old_pages.insert(crate::keys::url_of_key(k)?);
+                }
+                it.next();
+            }
+            it.status()?;
+        }
+        let mut expired: Vec<LinkRecord> = Vec::new();
+        self.store.scan_latest_links(|rec| {
+            let gone = old_pages.contains(&rec.source_url)
+                || rec.last_seen < cutoff
+                || (rec.is_deleted() && rec.date_lost < cutoff);
+            if gone {
+                expired.push(rec.clone());
+            }
+        })?;
+        for chunk in expired.chunks(20_000) {
+            for rec in chunk {
+                self.contribute(rec, -1)?;
+                self.ref_url(&rec.target_url, -1)?;
+                self.batch
+                    .delete(CF_LINKS, link_key(&rec.source_url, &rec.target_url));
+                stats.links += 1;
+            }
+            self.commit()?;
+        }
+        for url in &old_pages {
+            self.batch.delete(CF_PAGES, url_key(url));
+            let delta = Counters {
+                crawled_urls: -1,
+                ..Default::default()
+            };
+            self.add_counters_for_url(url, &delta, true);
+            self.ref_url(url, -1)?;
+            stats.pages += 1;
+        }
+        self.commit()?;
+        Ok(stats)
     }
 
     /// Moves a distinct-member reference count; returns the change in the number of
@@ -681,7 +745,15 @@ impl<'a> Writer<'a> {
             self.anchors.drain(),
             |a| (a.links > 0, a.encode(), a.rank().to_vec(), a.text.clone()),
         );
-        self.new_urls.clear();
+        for (url, n) in self.url_refs.drain() {
+            if n > 0 {
+                let mut v = Vec::with_capacity(4);
+                crate::codec::put_ivarint(&mut v, n);
+                batch.put(CF_URLS, url_key(&url), v);
+            } else {
+                batch.delete(CF_URLS, url_key(&url));
+            }
+        }
         self.flows.clear();
         self.pending_pages = 0;
         // No WAL: a batch either reaches an (atomically flushed) memtable whole or is
