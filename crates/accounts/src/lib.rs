@@ -18,6 +18,12 @@ mod secret;
 pub use error::{AuthError, ChargeError, Error, Insufficient, Result};
 pub use ip::IpRange;
 
+/// A new random secret (128 bits as 32 upper-case hex digits), for tokens made outside
+/// the store.
+pub fn new_secret() -> Result<String> {
+    secret::generate()
+}
+
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use secret::Digest;
 use std::fmt;

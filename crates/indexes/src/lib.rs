@@ -1,7 +1,21 @@
-//! The two indexes of a data directory, `fresh` and `historic`, each a separate
-//! [`linkstore::Store`] under `DATA/<index>/`.
+//! The two indexes of a data directory and their lifecycle.
+//!
+//! - `fresh` (`DATA/fresh/`): a rolling window (90 days by default) of the newest crawls,
+//!   ingested while the server serves (`Indexes::ingest_fresh`); each crawl file is
+//!   published whole, and links that leave the window are expired after it.
+//! - `historic` (`DATA/historic-<build>/`, named by `DATA/historic.current`): a snapshot
+//!   of a fixed date range with flow metrics, rebuilt beside the serving one by
+//!   [`build_historic`] and swapped in atomically (`Indexes::reload_historic`).
 //!
 //! A request or an ingest names its index; this crate maps the name to the store.
+
+mod historic;
+mod info;
+mod serving;
+
+pub use historic::{build_historic, HistoricBuild, HistoricReport};
+pub use info::{IndexInfo, IndexStats};
+pub use serving::{ingest_into, FreshIngest, Indexes, DEFAULT_WINDOW_DAYS};
 
 use linkstore::{Store, StoreOptions};
 use std::fmt;
@@ -18,6 +32,31 @@ pub enum Error {
         path: PathBuf,
         source: linkstore::Error,
     },
+    #[error("{0}")]
+    Linkstore(#[from] linkstore::Error),
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: {source}")]
+    Ingest {
+        path: PathBuf,
+        source: ingest::Error,
+    },
+    #[error("flow metrics: {0}")]
+    Flow(#[from] flow::Error),
+    #[error("{0}")]
+    Busy(String),
+    #[error("index information: {0}")]
+    Info(String),
+}
+
+fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
+    move |source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    }
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -74,8 +113,67 @@ impl DataDir {
         &self.root
     }
 
+    /// Where an index's store lives: `DATA/fresh`, and for historic the directory named
+    /// by `DATA/historic.current` (`DATA/historic` before any historic build).
     pub fn index_path(&self, index: IndexKind) -> PathBuf {
-        self.root.join(index.as_str())
+        match index {
+            IndexKind::Fresh => self.root.join("fresh"),
+            IndexKind::Historic => self.root.join(self.historic_name()),
+        }
+    }
+
+    /// The directory name of the current historic snapshot.
+    pub fn historic_name(&self) -> String {
+        std::fs::read_to_string(self.historic_pointer())
+            .ok()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty() && !s.contains('/'))
+            .unwrap_or_else(|| "historic".into())
+    }
+
+    /// The file naming the current historic snapshot (replaced atomically by a build).
+    pub fn historic_pointer(&self) -> PathBuf {
+        self.root.join("historic.current")
+    }
+
+    /// Held (file lock) by a running server for its lifetime.
+    pub fn serve_lock_path(&self) -> PathBuf {
+        self.root.join("serve.lock")
+    }
+
+    /// Whether a server holds this data directory.
+    pub fn is_served(&self) -> bool {
+        let Ok(file) = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(self.serve_lock_path())
+        else {
+            return false;
+        };
+        match file.try_lock() {
+            Ok(()) => {
+                let _ = file.unlock();
+                false
+            }
+            Err(_) => true,
+        }
+    }
+
+    /// Takes the serve lock for as long as the returned file lives, or says who has it.
+    pub fn lock_for_serving(&self) -> Result<std::fs::File> {
+        let path = self.serve_lock_path();
+        std::fs::create_dir_all(&self.root).map_err(io_error(&self.root))?;
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(io_error(&path))?;
+        file.try_lock().map_err(|_| {
+            Error::Busy(format!("another server is serving {}", self.root.display()))
+        })?;
+        Ok(file)
     }
 
     /// The account store (keys, apps, tokens, usage).
@@ -117,6 +215,42 @@ mod tests {
         );
         let err = "weekly".parse::<IndexKind>().unwrap_err().to_string();
         assert!(err.contains("weekly"), "{err}");
+    }
+
+    #[test]
+    fn the_historic_pointer_names_the_serving_snapshot() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = DataDir::new(dir.path());
+        assert_eq!(
+            data.index_path(IndexKind::Historic),
+            dir.path().join("historic")
+        );
+        std::fs::write(data.historic_pointer(), "historic-20261121000000\n").unwrap();
+        assert_eq!(
+            data.index_path(IndexKind::Historic),
+            dir.path().join("historic-20261121000000")
+        );
+        std::fs::write(data.historic_pointer(), "../elsewhere").unwrap();
+        assert_eq!(
+            data.index_path(IndexKind::Historic),
+            dir.path().join("historic")
+        );
+    }
+
+    #[test]
+    fn one_server_per_data_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = DataDir::new(dir.path());
+        assert!(!data.is_served());
+        let lock = data.lock_for_serving().unwrap();
+        assert!(data.is_served());
+        assert!(data
+            .lock_for_serving()
+            .unwrap_err()
+            .to_string()
+            .contains("another server"));
+        drop(lock);
+        assert!(!data.is_served());
     }
 
     #[test]

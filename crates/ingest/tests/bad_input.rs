@@ -23,7 +23,16 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
 fn run(path: &Path) -> (tempfile::TempDir, Store, FileSummary) {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
-    let s = ingest_file(&store, path, &IngestOptions { batch_pages: 3, ..Default::default() }, &mut |_| {}).unwrap();
+    let s = ingest_file(
+        &store,
+        path,
+        &IngestOptions {
+            batch_pages: 3,
+            ..Default::default()
+        },
+        &mut |_| {},
+    )
+    .unwrap();
     (dir, store, s)
 }
 

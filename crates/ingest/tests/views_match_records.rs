@@ -126,7 +126,16 @@ fn views_equal_a_scan_of_the_records_after_many_crawl_rounds() {
     let files = webgen::generate(&spec, &tmp.path().join("crawl"), &mut |_, _| {}).unwrap();
     let store = Store::open(tmp.path().join("db"), &StoreOptions::default()).unwrap();
     for f in &files.files {
-        ingest_file(&store, f, &IngestOptions { batch_pages: 500, ..Default::default() }, &mut |_| {}).unwrap();
+        ingest_file(
+            &store,
+            f,
+            &IngestOptions {
+                batch_pages: 500,
+                ..Default::default()
+            },
+            &mut |_| {},
+        )
+        .unwrap();
     }
     let web = webgen::Web::new(spec);
     let mut checked = 0;
@@ -193,7 +202,11 @@ fn views_equal_a_scan_of_the_records_left_after_the_window_expires() {
         }
     }
     assert_eq!(after.crawled_urls, crawled);
-    assert_eq!(after.indexed_urls, urls.len() as i64, "URLs found = URLs still referenced");
+    assert_eq!(
+        after.indexed_urls,
+        urls.len() as i64,
+        "URLs found = URLs still referenced"
+    );
     for page in (0..web.pages()).step_by(97) {
         for item in Item::levels_of_url(&web.url(page)) {
             check_item(&store, &item, false);
@@ -201,6 +214,9 @@ fn views_equal_a_scan_of_the_records_left_after_the_window_expires() {
     }
     check_item(&store, &Item::parse(&web.hot_url()).unwrap(), false);
     // Expiring again at the same cutoff changes nothing.
-    assert_eq!(store.writer().expire_before(cutoff).unwrap(), Default::default());
+    assert_eq!(
+        store.writer().expire_before(cutoff).unwrap(),
+        Default::default()
+    );
     assert_eq!(store.index_counters().unwrap(), after);
 }

@@ -33,8 +33,17 @@ enum Command {
         /// Crawls per atomic commit.
         #[arg(long, default_value_t = 2000)]
         batch: usize,
+        /// Days the fresh index keeps, ending at its newest crawl (when no server runs;
+        /// a running server uses its own --fresh-window-days).
+        #[arg(long, default_value_t = indexes::DEFAULT_WINDOW_DAYS)]
+        window_days: u32,
         #[arg(required = true)]
         files: Vec<PathBuf>,
+    },
+    /// Historic snapshots: `historic build` makes a new one and switches to it.
+    Historic {
+        #[command(subcommand)]
+        action: HistoricAction,
     },
     /// Whole-index totals, or one item's counters.
     Stats {
@@ -108,8 +117,34 @@ enum Command {
     },
 }
 
+#[derive(Subcommand)]
+enum HistoricAction {
+    /// Build a historic snapshot of a date range from crawl files, with flow metrics,
+    /// beside the serving one, then switch to it atomically (a running server follows).
+    Build {
+        #[arg(long)]
+        data: PathBuf,
+        /// First day of crawls included (yyyy-mm-dd); default: the earliest.
+        #[arg(long)]
+        from: Option<String>,
+        /// Last day of crawls included (yyyy-mm-dd); default: the latest.
+        #[arg(long)]
+        to: Option<String>,
+        /// Trusted seeds for Trust Flow (docs/flow.md).
+        #[arg(long)]
+        seeds: Option<PathBuf>,
+        #[arg(long)]
+        threads: Option<usize>,
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+}
+
 #[derive(clap::Args)]
 struct ServeOptions {
+    /// Days the fresh index keeps, ending at its newest crawl.
+    #[arg(long, default_value_t = indexes::DEFAULT_WINDOW_DAYS)]
+    fresh_window_days: u32,
     /// Serve HTTPS with this PEM certificate chain (needs --tls-key).
     #[arg(long, requires = "tls_key")]
     tls_cert: Option<PathBuf>,
@@ -133,11 +168,33 @@ fn main() -> Result<()> {
             data,
             index,
             batch,
+            window_days,
             files,
         } => {
-            let store = DataDir::new(&data).open(index, &StoreOptions::default())?;
-            ingest_files(&store, &files, batch)
+            let dir = DataDir::new(&data);
+            if dir.is_served() {
+                if index == IndexKind::Historic {
+                    bail!(
+                        "a server is serving {}: the historic index is replaced with `linkbase historic build`, and crawls go into the fresh index while serving (--index fresh)",
+                        data.display()
+                    );
+                }
+                return ingest_via_server(&dir, &files);
+            }
+            let store = dir.open(index, &StoreOptions::default())?;
+            ingest_files(&store, index, &files, batch, window_days)
         }
+        Command::Historic {
+            action:
+                HistoricAction::Build {
+                    data,
+                    from,
+                    to,
+                    seeds,
+                    threads,
+                    files,
+                },
+        } => build_historic(&data, from, to, seeds, threads, &files),
         Command::Stats { data, index, item } => {
             let store = open_existing(&data, index)?;
             match item {
@@ -194,6 +251,7 @@ fn main() -> Result<()> {
             demo(&dir, pages)?;
             let key = demo_key(&data)?;
             let options = ServeOptions {
+                fresh_window_days: indexes::DEFAULT_WINDOW_DAYS,
                 tls_cert: None,
                 tls_key: None,
                 trusted_proxies: Vec::new(),
@@ -261,10 +319,9 @@ fn ensure_sandbox(data: &Path) -> Result<DataDir> {
 /// Pages of the sandbox's generated web: small enough to build in seconds.
 const SANDBOX_PAGES: usize = 1_500;
 
-fn context(dir: &DataDir) -> Result<server::Context> {
+fn context(dir: &DataDir, window_days: u32) -> Result<server::Context> {
     Ok(server::Context {
-        historic: dir.open(IndexKind::Historic, &StoreOptions::default())?,
-        fresh: dir.open(IndexKind::Fresh, &StoreOptions::default())?,
+        indexes: indexes::Indexes::open(dir.clone(), window_days, StoreOptions::default())?,
         server_name: "LINKBASE".into(),
         server_version: env!("CARGO_PKG_VERSION").into(),
         server_build: "2026-11-21 00:00:00".into(),
@@ -283,20 +340,28 @@ fn serve(
         _ => None,
     };
     let dir = DataDir::new(data);
+    let _serving = dir.lock_for_serving()?;
     let accounts = accounts::Accounts::open(&dir.accounts_path())?;
     keys::warn_if_no_accounts(&accounts, data)?;
-    let ctx = context(&dir)?;
+    let window = options.fresh_window_days;
+    let ctx = context(&dir, window)?;
     let sandbox = if options.no_sandbox {
         None
     } else {
-        Some(std::sync::Arc::new(context(&ensure_sandbox(data)?)?))
+        Some(std::sync::Arc::new(context(
+            &ensure_sandbox(data)?,
+            window,
+        )?))
     };
+    let admin_token = admin_token(&dir)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(listen).await?;
         let addr = listener.local_addr()?;
+        // Where `linkbase ingest` finds this server to hand it fresh crawls.
+        std::fs::write(data.join("serve.addr"), format!("{addr}\n"))?;
         let scheme = if tls.is_some() { "https" } else { "http" };
         let mut banner = format!(
             "serving the API on {scheme}://{addr}/api/json (accounts in {})\n",
@@ -326,10 +391,160 @@ fn serve(
             limits: server::Limits::default(),
             trusted_proxies: options.trusted_proxies.clone(),
             token_ttl: std::time::Duration::from_secs(options.token_ttl.max(1) as u64),
+            admin_token: Some(admin_token),
         });
         server::serve(svc, listener, tls).await?;
         Ok::<_, anyhow::Error>(())
     })
+}
+
+/// A new operator token for this server's `/admin/` endpoint, in `DATA/admin.token`
+/// (readable by its owner only).
+fn admin_token(dir: &DataDir) -> Result<String> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let token = accounts::new_secret()?;
+    let path = dir.root().join("admin.token");
+    let _ = std::fs::remove_file(&path);
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)
+        .with_context(|| format!("writing {}", path.display()))?;
+    f.write_all(format!("{token}\n").as_bytes())?;
+    Ok(token)
+}
+
+/// Hands crawl files to the server holding the data directory, which ingests them into
+/// the fresh index while it serves, and prints what it reports.
+fn ingest_via_server(dir: &DataDir, files: &[PathBuf]) -> Result<()> {
+    use std::io::BufRead;
+    let read = |name: &str| {
+        let path = dir.root().join(name);
+        std::fs::read_to_string(&path)
+            .map(|s| s.trim().to_string())
+            .with_context(|| {
+                format!(
+                    "a server holds {} but {} is unreadable",
+                    dir.root().display(),
+                    path.display()
+                )
+            })
+    };
+    let (addr, token) = (read("serve.addr")?, read("admin.token")?);
+    println!(
+        "a server is serving {}: handing the files to it (fresh index)",
+        dir.root().display()
+    );
+    let mut failed = 0;
+    for path in files {
+        let absolute = std::fs::canonicalize(path).with_context(|| path.display().to_string())?;
+        let response = ureq::post(&format!("http://{addr}/admin/ingest"))
+            .set("authorization", &format!("Bearer {token}"))
+            .send_form(&[("file", &absolute.display().to_string())])
+            .with_context(|| format!("sending {} to the server at {addr}", path.display()))?;
+        for line in std::io::BufReader::new(response.into_reader()).lines() {
+            let line = line?;
+            if let Some(progress) = line.strip_prefix("progress ") {
+                eprint!("\r{}: {progress}   ", path.display());
+            } else if let Some(done) = line.strip_prefix("done ") {
+                eprintln!();
+                println!("{}: {done}", path.display());
+            } else if let Some(e) = line.strip_prefix("error ") {
+                eprintln!();
+                eprintln!("{}: {e}", path.display());
+                failed += 1;
+            }
+        }
+    }
+    if failed > 0 {
+        bail!("{failed} file(s) could not be ingested");
+    }
+    Ok(())
+}
+
+fn build_historic(
+    data: &Path,
+    from: Option<String>,
+    to: Option<String>,
+    seeds: Option<PathBuf>,
+    threads: Option<usize>,
+    files: &[PathBuf],
+) -> Result<()> {
+    let day = |s: Option<String>, name: &str| -> Result<Option<u32>> {
+        s.map(|s| {
+            linkstore::parse_day(&s).with_context(|| format!("--{name} {s:?}: expected yyyy-mm-dd"))
+        })
+        .transpose()
+    };
+    let (from, to) = (day(from, "from")?, day(to, "to")?);
+    let days = match (from, to) {
+        (None, None) => None,
+        (f, t) => Some((f.unwrap_or(0), t.map_or(u32::MAX, |t| t + 1))),
+    };
+    if let Some((f, t)) = days {
+        if f >= t {
+            bail!("--from is after --to");
+        }
+    }
+    let seeds = match seeds {
+        Some(path) => flow::read_seeds(&path)?,
+        None => {
+            eprintln!("no --seeds: Trust Flow and topics will be 0 everywhere");
+            Vec::new()
+        }
+    };
+    let mut params = flow::RankParams::default();
+    if let Some(t) = threads {
+        params.threads = t.max(1);
+    }
+    let started = Instant::now();
+    let mut last = Instant::now();
+    let report = indexes::build_historic(
+        &DataDir::new(data),
+        &indexes::HistoricBuild {
+            files,
+            days,
+            seeds: &seeds,
+            params,
+        },
+        &mut |path, p| {
+            if last.elapsed().as_millis() >= 500 {
+                last = Instant::now();
+                eprint!(
+                    "\r{}: {}/{} bytes, {} links   ",
+                    path.display(),
+                    p.bytes_read,
+                    p.bytes_total,
+                    p.links
+                );
+            }
+        },
+        &mut |step| eprintln!("\n[{:>6.1}s] {step}", started.elapsed().as_secs_f64()),
+    )?;
+    for s in &report.files {
+        print_summary(s, 0.0);
+        if s.pages_out_of_range > 0 {
+            println!(
+                "  {} crawls outside the date range left out",
+                s.pages_out_of_range
+            );
+        }
+    }
+    println!(
+        "historic snapshot {} built in {:.1}s ({} links in the flow graph); replaced {}{}",
+        report.name,
+        started.elapsed().as_secs_f64(),
+        report.flow.edges,
+        report.replaced,
+        if report.removed_old {
+            " (removed)"
+        } else {
+            " (the running server removes it once its requests are done)"
+        }
+    );
+    Ok(())
 }
 
 /// Seeds for the demo web, shipped with the binary.
@@ -362,6 +577,12 @@ fn run_flow(store: &Store, seeds: &[flow::Seed], threads: Option<usize>) -> Resu
 
 fn open_existing(data: &Path, index: IndexKind) -> Result<Store> {
     let dir = DataDir::new(data);
+    if dir.is_served() {
+        bail!(
+            "a server is serving {}: ask it through the API, or stop it first",
+            data.display()
+        );
+    }
     if !dir.index_path(index).exists() {
         bail!(
             "no {index} index in {}: run `linkbase ingest --data {} FILE...` first",
@@ -372,8 +593,17 @@ fn open_existing(data: &Path, index: IndexKind) -> Result<Store> {
     Ok(dir.open(index, &StoreOptions::default())?)
 }
 
-fn ingest_files(store: &Store, files: &[PathBuf], batch: usize) -> Result<()> {
-    let opts = IngestOptions { batch_pages: batch, ..Default::default() };
+fn ingest_files(
+    store: &Store,
+    index: IndexKind,
+    files: &[PathBuf],
+    batch: usize,
+    window_days: u32,
+) -> Result<()> {
+    let opts = IngestOptions {
+        batch_pages: batch,
+        ..Default::default()
+    };
     let started = Instant::now();
     let (mut links, mut bad) = (0u64, 0u64);
     let mut failed = Vec::new();
@@ -389,7 +619,7 @@ fn ingest_files(store: &Store, files: &[PathBuf], batch: usize) -> Result<()> {
         );
         let file_started = Instant::now();
         let mut last_draw = 0u64;
-        let result = ingest::ingest_file(store, path, &opts, &mut |p| {
+        let result = indexes::ingest_into(store, index, path, &opts, window_days, &mut |p| {
             if p.records - last_draw >= 200 || p.bytes_read == p.bytes_total {
                 last_draw = p.records;
                 bar.set_length(p.bytes_total);
@@ -405,10 +635,18 @@ fn ingest_files(store: &Store, files: &[PathBuf], batch: usize) -> Result<()> {
         });
         bar.finish_and_clear();
         match result {
-            Ok(s) => {
-                print_summary(&s, file_started.elapsed().as_secs_f64());
-                links += s.links_found;
-                bad += s.bad_records;
+            Ok(r) => {
+                print_summary(&r.file, file_started.elapsed().as_secs_f64());
+                if r.expired.links + r.expired.pages > 0 {
+                    println!(
+                        "  fresh window from {}: {} links and {} pages expired",
+                        format_day(r.window_from),
+                        r.expired.links,
+                        r.expired.pages
+                    );
+                }
+                links += r.file.links_found;
+                bad += r.file.bad_records;
             }
             Err(e) => {
                 eprintln!("{e}");
@@ -599,7 +837,13 @@ fn demo(dir: &Path, pages: usize) -> Result<()> {
     let generated = webgen::generate(&spec, &crawl_dir, &mut |_, _| {})
         .with_context(|| format!("writing {}", crawl_dir.display()))?;
     let store = DataDir::new(&data).open(IndexKind::Historic, &StoreOptions::default())?;
-    ingest_files(&store, &generated.files, 2000)?;
+    ingest_files(
+        &store,
+        IndexKind::Historic,
+        &generated.files,
+        2000,
+        indexes::DEFAULT_WINDOW_DAYS,
+    )?;
     println!();
     let seeds = flow::parse_seeds(DEMO_SEEDS, "data/demo-seeds.tsv")?;
     run_flow(&store, &seeds, None)?;

@@ -229,6 +229,20 @@ impl Store {
         &self.path
     }
 
+    /// Stores a named value for the store's owner under `meta/x.<name>` (synced).
+    pub fn put_info(&self, name: &str, value: &[u8]) -> Result<()> {
+        let mut sync = rocksdb::WriteOptions::default();
+        sync.set_sync(true);
+        self.db
+            .put_cf_opt(self.cf(CF_META), format!("x.{name}"), value, &sync)?;
+        Ok(())
+    }
+
+    /// A value stored with `put_info`.
+    pub fn info(&self, name: &str) -> Result<Option<Vec<u8>>> {
+        Ok(self.db.get_cf(self.cf(CF_META), format!("x.{name}"))?)
+    }
+
     /// Makes everything written so far what readers see, atomically, and keeps them there
     /// until the next `publish`: a writer that publishes only between whole units of work
     /// (a crawl file) is never seen half-way. Reads never wait for writes. A store never

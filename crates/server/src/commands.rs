@@ -5,18 +5,18 @@ use crate::envelope::{Reply, Table, Value};
 use crate::error::ApiError;
 use crate::metering::{self, Caller};
 use crate::params::Params;
-use indexes::IndexKind;
+use indexes::{IndexKind, IndexStats};
 use linkstore::{
     format_day, parse_day, BacklinkQuery, Item, Level, LinkRecord, Store, MAX_BACKLINK_COUNT,
 };
+use std::sync::Arc;
 
 /// Most items one GetIndexItemInfo or GetRefDomains request may name.
 pub const MAX_ITEMS: usize = 100;
 
-/// The stores and fixed facts a command needs.
+/// The indexes and fixed facts a command needs.
 pub struct Context {
-    pub historic: Store,
-    pub fresh: Store,
+    pub indexes: indexes::Indexes,
     pub server_name: String,
     pub server_version: String,
     pub server_build: String,
@@ -24,15 +24,13 @@ pub struct Context {
 }
 
 impl Context {
-    pub(crate) fn store(&self, kind: IndexKind) -> &Store {
-        match kind {
-            IndexKind::Fresh => &self.fresh,
-            IndexKind::Historic => &self.historic,
-        }
+    /// The store serving an index now (a historic swap replaces it for later requests).
+    pub(crate) fn store(&self, kind: IndexKind) -> Arc<Store> {
+        self.indexes.store(kind)
     }
 
     /// The index a request names with `datasource` (historic by default).
-    pub(crate) fn index(&self, p: &Params) -> Result<(IndexKind, &Store), ApiError> {
+    pub(crate) fn index(&self, p: &Params) -> Result<(IndexKind, Arc<Store>), ApiError> {
         let kind = match p.get("datasource") {
             None => IndexKind::Historic,
             Some(v) => v.parse().map_err(|_| {
@@ -45,36 +43,47 @@ impl Context {
         Ok((kind, self.store(kind)))
     }
 
-    /// Global variables every data response carries.
+    /// Global variables every data response carries, from the index's statistics.
     pub(crate) fn globals(
         &self,
         reply: &mut Reply,
         kind: IndexKind,
         store: &Store,
     ) -> Result<(), ApiError> {
-        let c = store.index_counters().map_err(internal)?;
-        let build = format_day(c.last_crawl_day.max(1) as u32);
-        reply.global("IndexBuildDate", format!("{build} 00:00:00"));
+        let stats = IndexStats::of(kind, store).map_err(index_error)?;
+        reply.global("IndexBuildDate", date_time(stats.updated_at));
         reply.global("IndexType", i64::from(kind == IndexKind::Fresh));
+        reply.global("UniqueIndexID", unique_index_id(&stats));
         reply.global(
-            "UniqueIndexID",
-            format!(
-                "{}000000-{}",
-                build.replace('-', ""),
-                if kind == IndexKind::Fresh {
-                    "FRESH"
-                } else {
-                    "HISTORICAL"
-                }
-            ),
+            "FirstBackLinkDate",
+            day_or_empty(i64::from(stats.first_day)),
         );
-        reply.global("FirstBackLinkDate", day_or_empty(c.first_link_day));
-        reply.global("MostRecentBackLinkDate", day_or_empty(c.last_link_day));
+        reply.global(
+            "MostRecentBackLinkDate",
+            day_or_empty(i64::from(stats.last_day)),
+        );
         reply.global("ServerBuild", self.server_build.as_str());
         reply.global("ServerName", self.server_name.as_str());
         reply.global("ServerVersion", self.server_version.as_str());
         Ok(())
     }
+}
+
+/// `<yyyymmddHHMMSS of the last update>-FRESH` or `-HISTORICAL`, as Majestic names builds.
+fn unique_index_id(stats: &IndexStats) -> String {
+    let stamp: String = date_time(stats.updated_at)
+        .chars()
+        .filter(char::is_ascii_digit)
+        .collect();
+    let suffix = match stats.kind {
+        IndexKind::Fresh => "FRESH",
+        IndexKind::Historic => "HISTORICAL",
+    };
+    format!("{stamp}-{suffix}")
+}
+
+fn index_error(e: indexes::Error) -> ApiError {
+    ApiError::new("InternalError", e.to_string())
 }
 
 fn internal(e: linkstore::Error) -> ApiError {
@@ -163,6 +172,7 @@ pub fn execute(
         "getnewlostbacklinks" => get_new_lost_back_links(ctx, p),
         "gettopics" => get_topics(ctx, p),
         "getsubscriptioninfo" => get_subscription_info(ctx, caller, p),
+        "getindexstats" => get_index_stats(ctx, p),
         "createsubaccount" => crate::resellers::create_sub_account(caller, p),
         "setsubaccountallowance" => crate::resellers::set_sub_account_allowance(caller, p),
         "getsubaccounts" => crate::resellers::get_sub_accounts(caller),
@@ -381,7 +391,7 @@ fn get_index_item_info(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
         t.push(row);
     }
     let mut reply = Reply::ok();
-    ctx.globals(&mut reply, kind, store)?;
+    ctx.globals(&mut reply, kind, &store)?;
     reply.global("QueriedRootDomains", queried[0]);
     reply.global("QueriedSubDomains", queried[1]);
     reply.global("QueriedURLs", queried[2]);
@@ -706,10 +716,10 @@ fn get_back_link_data(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
     t.param("TotalLines", total);
     t.param("TotalMatches", total);
     let mut reply = Reply::ok();
-    ctx.globals(&mut reply, kind, store)?;
+    ctx.globals(&mut reply, kind, &store)?;
     reply.tables.push(t);
     if show_domains {
-        reply.tables.push(domains_info(store, &domain_ids)?);
+        reply.tables.push(domains_info(&store, &domain_ids)?);
     }
     Ok(reply)
 }
@@ -1000,7 +1010,7 @@ fn get_ref_domains(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
     t.param("TotalConsideredDomains", total as i64);
     t.param("TotalMatchedDomains", total as i64);
     let mut reply = Reply::ok();
-    ctx.globals(&mut reply, kind, store)?;
+    ctx.globals(&mut reply, kind, &store)?;
     reply.global("Cmd", "GetRefDomains");
     reply.tables.push(request);
     reply.tables.push(t);
@@ -1047,7 +1057,7 @@ fn get_anchor_text(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
     };
     let c = store.counters(&item).map_err(internal)?.unwrap_or_default();
     let mut reply = Reply::ok();
-    ctx.globals(&mut reply, kind, store)?;
+    ctx.globals(&mut reply, kind, &store)?;
     let mut t = match mode {
         0 => {
             // Group stored anchors by their shown form (stored anchors keep their case).
@@ -1231,7 +1241,7 @@ fn get_new_lost_back_links(ctx: &Context, p: &Params) -> Result<Reply, ApiError>
     }
     t.param("Item", raw);
     let mut reply = Reply::ok();
-    ctx.globals(&mut reply, kind, store)?;
+    ctx.globals(&mut reply, kind, &store)?;
     reply.tables.push(t);
     Ok(reply)
 }
@@ -1305,7 +1315,7 @@ fn get_topics(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
     t.param("SortOrder", "desc");
     t.param("TotalResults", total as i64);
     let mut reply = Reply::ok();
-    ctx.globals(&mut reply, kind, store)?;
+    ctx.globals(&mut reply, kind, &store)?;
     reply.global("Cmd", "GetTopics");
     reply.tables.push(t);
     Ok(reply)
@@ -1319,7 +1329,7 @@ fn get_subscription_info(
 ) -> Result<Reply, ApiError> {
     let (kind, store) = ctx.index(p)?;
     let mut reply = Reply::ok();
-    ctx.globals(&mut reply, kind, store)?;
+    ctx.globals(&mut reply, kind, &store)?;
     reply.global("MaxGetIndexInfoBatchCount", MAX_ITEMS as i64);
     reply.global("SubscriptionIsActive", 1);
     let usage = caller
@@ -1352,8 +1362,15 @@ fn get_subscription_info(
         (left.analysis as i64).into(),
     ]);
     reply.tables.push(subs);
+    reply.tables.push(index_table(ctx, "IndexInfo")?);
+    Ok(reply)
+}
+
+/// The four statistics of each index, one row per index: the `IndexInfo` table of
+/// GetSubscriptionInfo, and GetIndexStats.
+fn index_table(ctx: &Context, name: &str) -> Result<Table, ApiError> {
     let mut t = Table::new(
-        "IndexInfo",
+        name,
         [
             "IndexType",
             "IndexName",
@@ -1363,30 +1380,38 @@ fn get_subscription_info(
             "IndexedURLs",
             "FirstBackLinkDate",
             "MostRecentBackLinkDate",
+            "WindowDays",
         ]
         .iter()
         .map(|c| c.to_string())
         .collect(),
     );
-    for (k, s) in [
-        (IndexKind::Historic, &ctx.historic),
-        (IndexKind::Fresh, &ctx.fresh),
-    ] {
-        let mut g = Reply::ok();
-        ctx.globals(&mut g, k, s)?;
-        let c = s.index_counters().map_err(internal)?;
+    for kind in IndexKind::ALL {
+        let stats = ctx.indexes.stats(kind).map_err(index_error)?;
         t.push(vec![
-            g.globals["IndexType"].clone(),
-            k.as_str().into(),
-            g.globals["IndexBuildDate"].clone(),
-            g.globals["UniqueIndexID"].clone(),
-            c.crawled_urls.into(),
-            c.indexed_urls.into(),
-            g.globals["FirstBackLinkDate"].clone(),
-            g.globals["MostRecentBackLinkDate"].clone(),
+            i64::from(kind == IndexKind::Fresh).into(),
+            kind.as_str().into(),
+            date_time(stats.updated_at).into(),
+            unique_index_id(&stats).into(),
+            stats.crawled_urls.into(),
+            stats.found_urls.into(),
+            day_or_empty(i64::from(stats.first_day)),
+            day_or_empty(i64::from(stats.last_day)),
+            match kind {
+                IndexKind::Fresh => i64::from(ctx.indexes.window_days()).into(),
+                IndexKind::Historic => Value::empty(),
+            },
         ]);
     }
-    reply.tables.push(t);
+    Ok(t)
+}
+
+/// GetIndexStats (free): the statistics of both indexes, and the requested one's globals.
+fn get_index_stats(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
+    let (kind, store) = ctx.index(p)?;
+    let mut reply = Reply::ok();
+    ctx.globals(&mut reply, kind, &store)?;
+    reply.tables.push(index_table(ctx, "IndexStats")?);
     Ok(reply)
 }
 

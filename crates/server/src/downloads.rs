@@ -425,7 +425,7 @@ pub fn download_back_links(
         let d = &ctx2.downloads;
         d.update(&id2, |j| j.status = status::PROCESSING);
         let path = d.dir.join(&job.file_name);
-        let result = export(ctx2.store(index), &item, &path, &cancel);
+        let result = export(&ctx2.store(index), &item, &path, &cancel);
         d.cancel
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -448,7 +448,7 @@ pub fn download_back_links(
             }
         }
     });
-    ctx.globals(&mut reply, index, ctx.store(index))?;
+    ctx.globals(&mut reply, index, &store)?;
     reply.code = "QueuedForProcessing".into();
     reply.global("DownloadJobID", id.as_str());
     let mut t = Table::new("DownloadBackLinks", vec!["JobID".into(), "Status".into()]);
@@ -521,7 +521,11 @@ pub fn get_downloads_list(
     }
     drop(jobs);
     let mut reply = Reply::ok();
-    ctx.globals(&mut reply, IndexKind::Historic, &ctx.historic)?;
+    ctx.globals(
+        &mut reply,
+        IndexKind::Historic,
+        &ctx.store(IndexKind::Historic),
+    )?;
     reply.tables.push(t);
     Ok(reply)
 }
@@ -553,7 +557,11 @@ pub fn delete_downloads(ctx: &Context, caller: &Caller<'_>, p: &Params) -> Resul
         }
     }
     let mut reply = Reply::ok();
-    ctx.globals(&mut reply, IndexKind::Historic, &ctx.historic)?;
+    ctx.globals(
+        &mut reply,
+        IndexKind::Historic,
+        &ctx.store(IndexKind::Historic),
+    )?;
     reply.tables.push(t);
     Ok(reply)
 }

@@ -49,6 +49,8 @@ pub struct Service {
     pub trusted_proxies: Vec<IpRange>,
     /// Lifetime of the access tokens users grant OpenApps on the grant page.
     pub token_ttl: Duration,
+    /// The operator's token for `/admin/` requests (none: no admin endpoint).
+    pub admin_token: Option<String>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -169,6 +171,9 @@ async fn handle(svc: Arc<Service>, req: Request<Incoming>, peer: IpAddr) -> Resp
     }
     if let Some(page) = crate::explorer::asset(&path) {
         return page;
+    }
+    if path == crate::admin::INGEST_PATH && req.method() == Method::POST {
+        return crate::admin::ingest(&svc, req, peer).await;
     }
     if path == crate::openapp::PATH {
         return crate::openapp::authorize(&svc, req, client).await;
@@ -310,6 +315,26 @@ pub async fn serve(
             .lock()
             .unwrap_or_else(|p| p.into_inner()) = base.clone();
     }
+    // A historic build switches `DATA/historic.current`; follow it.
+    let watcher = svc.clone();
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let svc = watcher.clone();
+            let switched = tokio::task::spawn_blocking(move || {
+                let indexes = &svc.ctx.indexes;
+                indexes
+                    .reload_historic()
+                    .map(|done| done.then(|| indexes.data_dir().historic_name()))
+            })
+            .await;
+            match switched {
+                Ok(Ok(Some(name))) => eprintln!("serving historic snapshot {name}"),
+                Ok(Err(e)) => eprintln!("historic snapshot not switched: {e}"),
+                _ => {}
+            }
+        }
+    });
     let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
     loop {
         let (stream, peer) = listener.accept().await?;

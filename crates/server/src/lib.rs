@@ -1,6 +1,7 @@
 //! Linkbase's HTTP API, speaking the Majestic protocol (`docs/api.md`): the only crate
 //! that knows HTTP and the Majestic envelopes.
 
+mod admin;
 pub mod commands;
 pub mod downloads;
 pub mod envelope;

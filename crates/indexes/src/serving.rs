@@ -1,0 +1,169 @@
+//! The indexes as a server holds them: fresh ingested while serving and published one
+//! whole file at a time, historic swapped when a build names a new snapshot.
+
+use crate::info::{IndexInfo, IndexStats};
+use crate::{DataDir, Error, IndexKind, Result};
+use ingest::{FileSummary, IngestOptions, Progress};
+use linkstore::{ExpireStats, Store, StoreOptions};
+use std::path::Path;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Default length of the fresh window, in days.
+pub const DEFAULT_WINDOW_DAYS: u32 = 90;
+
+pub(crate) fn now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// What one ingested file did to an index.
+#[derive(Debug, Clone)]
+pub struct FreshIngest {
+    pub file: FileSummary,
+    /// Links and pages that left the fresh window after this file (none for historic).
+    pub expired: ExpireStats,
+    /// First day of the fresh window after this file (0 for historic).
+    pub window_from: u32,
+}
+
+/// Ingests one crawl file into an index's store and brings its information up to date;
+/// for fresh, then expires whatever left the window of `window_days` ending at the
+/// newest crawl day. Used by the server (for fresh, then publishing) and by the CLI when
+/// no server holds the data directory.
+pub fn ingest_into(
+    store: &Store,
+    kind: IndexKind,
+    path: &Path,
+    opts: &IngestOptions,
+    window_days: u32,
+    on_progress: &mut dyn FnMut(&Progress),
+) -> Result<FreshIngest> {
+    let file =
+        ingest::ingest_file(store, path, opts, on_progress).map_err(|source| Error::Ingest {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    let mut info = IndexInfo::read(store)?.unwrap_or_default();
+    let (mut expired, mut window_from) = (ExpireStats::default(), 0);
+    if kind == IndexKind::Fresh {
+        let newest = u32::try_from(store.index_counters()?.last_crawl_day).unwrap_or(0);
+        window_from = newest.saturating_sub(window_days.max(1) - 1);
+        if window_from > info.expired_before {
+            expired = store.writer().expire_before(window_from)?;
+            info.expired_before = window_from;
+        }
+    }
+    info.updated_at = now();
+    info.write(store)?;
+    Ok(FreshIngest {
+        file,
+        expired,
+        window_from,
+    })
+}
+
+/// The indexes of a served data directory.
+pub struct Indexes {
+    dir: DataDir,
+    options: StoreOptions,
+    fresh: Arc<Store>,
+    /// The serving historic snapshot and its directory name.
+    historic: RwLock<(String, Arc<Store>)>,
+    window_days: u32,
+    /// One fresh ingest at a time, so each publishes exactly one whole file.
+    fresh_ingest: Mutex<()>,
+}
+
+impl Indexes {
+    /// Opens both indexes for serving: readers see published states only. Removes
+    /// historic snapshots a finished or killed build left behind.
+    pub fn open(dir: DataDir, window_days: u32, options: StoreOptions) -> Result<Indexes> {
+        crate::historic::remove_stale_snapshots(&dir)?;
+        let fresh = Arc::new(dir.open(IndexKind::Fresh, &options)?);
+        fresh.publish();
+        let name = dir.historic_name();
+        let historic = Arc::new(dir.open(IndexKind::Historic, &options)?);
+        historic.publish();
+        Ok(Indexes {
+            dir,
+            options,
+            fresh,
+            historic: RwLock::new((name, historic)),
+            window_days,
+            fresh_ingest: Mutex::new(()),
+        })
+    }
+
+    pub fn data_dir(&self) -> &DataDir {
+        &self.dir
+    }
+
+    pub fn window_days(&self) -> u32 {
+        self.window_days
+    }
+
+    /// The store serving an index now.
+    pub fn store(&self, kind: IndexKind) -> Arc<Store> {
+        match kind {
+            IndexKind::Fresh => self.fresh.clone(),
+            IndexKind::Historic => self
+                .historic
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .1
+                .clone(),
+        }
+    }
+
+    pub fn stats(&self, kind: IndexKind) -> Result<IndexStats> {
+        IndexStats::of(kind, &self.store(kind))
+    }
+
+    /// Ingests a crawl file into fresh while serving. Readers keep seeing the state before
+    /// the file until it is whole and the window is expired; then both appear at once.
+    pub fn ingest_fresh(
+        &self,
+        path: &Path,
+        on_progress: &mut dyn FnMut(&Progress),
+    ) -> Result<FreshIngest> {
+        let _one = self.fresh_ingest.lock().unwrap_or_else(|p| p.into_inner());
+        let report = ingest_into(
+            &self.fresh,
+            IndexKind::Fresh,
+            path,
+            &IngestOptions::default(),
+            self.window_days,
+            on_progress,
+        )?;
+        self.fresh.publish();
+        Ok(report)
+    }
+
+    /// Switches to the historic snapshot `DATA/historic.current` names, if it changed.
+    /// Requests already reading the old snapshot finish on it; it is closed and removed
+    /// when the last of them lets go.
+    pub fn reload_historic(&self) -> Result<bool> {
+        let name = self.dir.historic_name();
+        if self.historic.read().unwrap_or_else(|p| p.into_inner()).0 == name {
+            return Ok(false);
+        }
+        let store = Arc::new(self.dir.open(IndexKind::Historic, &self.options)?);
+        store.publish();
+        let (_, old) = std::mem::replace(
+            &mut *self.historic.write().unwrap_or_else(|p| p.into_inner()),
+            (name, store),
+        );
+        std::thread::spawn(move || {
+            while Arc::strong_count(&old) > 1 {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let path = old.path().to_path_buf();
+            drop(old);
+            // If this fails, the next start removes it (`remove_stale_snapshots`).
+            let _ = std::fs::remove_dir_all(&path);
+        });
+        Ok(true)
+    }
+}
