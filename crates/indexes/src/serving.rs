@@ -48,7 +48,8 @@ pub fn ingest_into(
     let mut info = IndexInfo::read(store)?.unwrap_or_default();
     let (mut expired, mut window_from) = (ExpireStats::default(), 0);
     if kind == IndexKind::Fresh {
-        let newest = u32::try_from(store.index_counters()?.last_crawl_day).unwrap_or(0);
+        // The file is not published yet: read what was written.
+        let newest = u32::try_from(store.latest_index_counters()?.last_crawl_day).unwrap_or(0);
         window_from = newest.saturating_sub(window_days.max(1) - 1);
         if window_from > info.expired_before {
             expired = store.writer().expire_before(window_from)?;

@@ -379,6 +379,15 @@ impl Store {
         Ok(self.counters(&Item::index())?.unwrap_or_default())
     }
 
+    /// Whole-index totals as last written, published or not (for the writer's side).
+    pub fn latest_index_counters(&self) -> Result<Counters> {
+        self.db
+            .get_pinned_cf(self.cf(CF_COUNTERS), self.hasher.item_key(&Item::index()))?
+            .map(|v| Counters::decode(&v))
+            .transpose()
+            .map(Option::unwrap_or_default)
+    }
+
     /// State of a crawled page.
     pub fn page(&self, url: &str) -> Result<Option<PageState>> {
         let view = self.view();

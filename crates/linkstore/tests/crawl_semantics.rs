@@ -439,3 +439,31 @@ fn a_store_reopens_with_its_data_and_hash_width() {
     assert_eq!(store.hash_bits(), 8, "fixed at creation");
     assert_eq!(all_backlinks(&store, "t.com").len(), 1);
 }
+
+#[test]
+fn readers_see_only_what_was_published() {
+    let (_dir, store) = open(64);
+    let b = Item::parse("b.com").unwrap();
+    let backlinks = |s: &Store| s.counters(&b).unwrap().map_or(0, |c| c.ext_backlinks);
+    apply_all(
+        &store,
+        &[html("http://a.com/", T0, vec![link("http://b.com/", "x")])],
+    );
+    assert_eq!(backlinks(&store), 1, "never published: the latest writes");
+    store.publish();
+    apply_all(
+        &store,
+        &[html("http://c.com/", T0, vec![link("http://b.com/", "y")])],
+    );
+    // Every read path shows the published state until the next publish.
+    assert_eq!(backlinks(&store), 1);
+    assert_eq!(all_backlinks(&store, "b.com").len(), 1);
+    assert_eq!(store.ref_domains(&b, 0, 10).unwrap().len(), 1);
+    assert_eq!(store.anchors(&b, 0, 10).unwrap().len(), 1);
+    assert!(store.page("http://c.com/").unwrap().is_none());
+    assert_eq!(store.latest_index_counters().unwrap().ext_backlinks, 2);
+    store.publish();
+    assert_eq!(backlinks(&store), 2);
+    assert_eq!(all_backlinks(&store, "b.com").len(), 2);
+    assert!(store.page("http://c.com/").unwrap().is_some());
+}
