@@ -36,6 +36,9 @@ pub struct WebSpec {
     pub crawl_interval_days: i64,
     /// Share of pages fetched in each round.
     pub crawl_coverage: f64,
+    /// Share of pages (outside the hot domain) that also link to the hot URL: a target
+    /// with a chosen number of backlinks from nearly every domain, for benchmarks.
+    pub hot_share: f64,
     pub format: OutputFormat,
 }
 
@@ -50,6 +53,7 @@ impl Default for WebSpec {
             start: 1_735_689_600, // 2025-01-01
             crawl_interval_days: 30,
             crawl_coverage: 0.9,
+            hot_share: 0.0,
             format: OutputFormat::JsonLines,
         }
     }
@@ -281,6 +285,17 @@ impl Web {
                 alt: if kind == "img" { anchor } else { String::new() },
                 nofollow: d != td && (x >> 36).is_multiple_of(10),
                 kind,
+            });
+        }
+        let y = h(&[s, 9, page as u64]);
+        if d != self.domain_of(0) && unit(y) < self.spec.hot_share {
+            let anchor = GENERIC_ANCHORS[((y >> 24) % GENERIC_ANCHORS.len() as u64) as usize];
+            out.push(GenLink {
+                url: self.hot_url(),
+                text: anchor.into(),
+                alt: String::new(),
+                nofollow: (y >> 36).is_multiple_of(10),
+                kind: "a",
             });
         }
         out

@@ -24,6 +24,9 @@ struct Args {
     links_per_page: usize,
     #[arg(long, default_value_t = 3)]
     crawls: usize,
+    /// Share of pages that also link to the hot URL (benchmarks).
+    #[arg(long, default_value_t = 0.0)]
+    hot_share: f64,
     #[arg(long, value_enum, default_value_t = Format::Jsonl)]
     format: Format,
     /// Also write a seed file trusting the 10 most popular domains.
@@ -39,6 +42,7 @@ fn main() -> std::io::Result<()> {
         pages: a.pages,
         links_per_page: a.links_per_page,
         crawls: a.crawls,
+        hot_share: a.hot_share,
         format: match a.format {
             Format::Jsonl => OutputFormat::JsonLines,
             Format::Warc => OutputFormat::Warc,
