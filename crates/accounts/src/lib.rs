@@ -654,10 +654,6 @@ impl Accounts {
         Ok(created)
     }
 
-    pub fn key(&self, id: i64) -> Result<KeyInfo> {
-        key_in(&self.conn(), id)
-    }
-
     /// The keys of an account, or all keys.
     pub fn keys(&self, account: Option<i64>) -> Result<Vec<KeyInfo>> {
         let conn = self.conn();

@@ -56,6 +56,8 @@ pub fn ingest_into(
             info.expired_before = window_from;
         }
     }
+    // Durable before the index says it was updated (ingest writes skip the WAL).
+    store.flush()?;
     info.updated_at = now();
     info.write(store)?;
     Ok(FreshIngest {
