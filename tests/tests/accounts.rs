@@ -747,17 +747,22 @@ fn no_endpoint_answers_without_a_valid_credential() {
         let r = ureq::get(&format!("http://{}{path}", srv.addr)).call();
         assert!(matches!(r, Err(ureq::Error::Status(404, _))), "{path}");
     }
-    // The operator's endpoint wants the server's own token.
-    for token in [
-        "",
-        "Bearer ",
-        "Bearer 0123456789ABCDEF0123456789ABCDEF",
-        good.as_str(),
-    ] {
-        let r = ureq::post(&format!("http://{}/admin/ingest", srv.addr))
-            .set("authorization", token)
-            .send_form(&[("file", "/etc/passwd")]);
-        assert!(matches!(r, Err(ureq::Error::Status(403, _))), "{token:?}");
+    // The operator's endpoints want the server's own token.
+    for path in ["/admin/ingest", "/admin/flow"] {
+        for token in [
+            "",
+            "Bearer ",
+            "Bearer 0123456789ABCDEF0123456789ABCDEF",
+            good.as_str(),
+        ] {
+            let r = ureq::post(&format!("http://{}{path}", srv.addr))
+                .set("authorization", token)
+                .send_form(&[("file", "/etc/passwd")]);
+            assert!(
+                matches!(r, Err(ureq::Error::Status(403, _))),
+                "{path} {token:?}"
+            );
+        }
     }
     assert_no_secret_in(
         &srv,

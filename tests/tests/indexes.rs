@@ -250,6 +250,31 @@ fn the_fresh_window_keeps_only_its_days() {
         .unwrap()
         .ends_with("-FRESH"));
     assert_eq!(fresh_info["FirstBackLinkDate"], fresh["FirstBackLinkDate"]);
+
+    // Flow metrics of fresh, computed by the running server, are served at once.
+    let trust = || {
+        let r = ok(api(
+            &srv,
+            &key,
+            &[
+                ("cmd", "GetIndexItemInfo"),
+                ("items", "1"),
+                ("item0", &hot),
+                ("datasource", "fresh"),
+            ],
+        ));
+        int(&rows(&r, "Results")[0]["TrustFlow"])
+    };
+    assert_eq!(trust(), 0, "no flow build on fresh yet");
+    let out = run(&["flow", "--data", d, "--index", "fresh", "--seeds", &seeds()]);
+    assert!(out.contains("fresh flow: urls="), "{out}");
+    assert!(trust() > 0);
+    let top = backlinks("fresh");
+    assert!(top
+        .windows(2)
+        .all(|w| int(&w[0]["SourceTrustFlow"]) >= int(&w[1]["SourceTrustFlow"])));
+    assert!(int(&top[0]["SourceTrustFlow"]) > 0);
+    assert_eq!(top.len(), fresh_rows.len());
 }
 
 fn unique_index_id(srv: &Server, key: &str) -> String {

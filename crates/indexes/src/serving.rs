@@ -144,6 +144,18 @@ impl Indexes {
         Ok(report)
     }
 
+    /// Computes flow metrics of the fresh index while serving (no ingest meanwhile);
+    /// readers switch to them at once when the build publishes.
+    pub fn flow_fresh(
+        &self,
+        seeds: &[flow::Seed],
+        params: &flow::RankParams,
+        progress: &mut dyn FnMut(&str),
+    ) -> Result<flow::FlowReport> {
+        let _one = self.fresh_ingest.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(flow::build(&self.fresh, seeds, params, progress)?)
+    }
+
     /// Switches to the historic snapshot `DATA/historic.current` names, if it changed.
     /// Requests already reading the old snapshot finish on it; it is closed and removed
     /// when the last of them lets go.

@@ -230,6 +230,28 @@ fn main() -> Result<()> {
             seeds,
             threads,
         } => {
+            let dir = DataDir::new(&data);
+            if dir.is_served() {
+                if index == IndexKind::Historic {
+                    bail!(
+                        "a server is serving {}: historic flows are computed by `linkbase historic build`",
+                        data.display()
+                    );
+                }
+                println!(
+                    "a server is serving {}: computing the fresh index's flows in it",
+                    data.display()
+                );
+                let seeds = seeds
+                    .map(|p| std::fs::canonicalize(&p).with_context(|| p.display().to_string()))
+                    .transpose()?
+                    .map(|p| p.display().to_string());
+                let form: Vec<(&str, &str)> = seeds.iter().map(|s| ("seeds", s.as_str())).collect();
+                if !admin_request(&dir, "/admin/flow", &form, "fresh flow")? {
+                    bail!("the server could not compute the flows");
+                }
+                return Ok(());
+            }
             let store = open_existing(&data, index)?;
             let seeds = match seeds {
                 Some(path) => flow::read_seeds(&path)?,
@@ -416,23 +438,47 @@ fn admin_token(dir: &DataDir) -> Result<String> {
     Ok(token)
 }
 
-/// Hands crawl files to the server holding the data directory, which ingests them into
-/// the fresh index while it serves, and prints what it reports.
-fn ingest_via_server(dir: &DataDir, files: &[PathBuf]) -> Result<()> {
+/// Sends one operator request to the server holding the data directory and prints the
+/// lines it streams back; false when it reports an error.
+fn admin_request(dir: &DataDir, path: &str, form: &[(&str, &str)], label: &str) -> Result<bool> {
     use std::io::BufRead;
     let read = |name: &str| {
-        let path = dir.root().join(name);
-        std::fs::read_to_string(&path)
+        let file = dir.root().join(name);
+        std::fs::read_to_string(&file)
             .map(|s| s.trim().to_string())
             .with_context(|| {
                 format!(
                     "a server holds {} but {} is unreadable",
                     dir.root().display(),
-                    path.display()
+                    file.display()
                 )
             })
     };
     let (addr, token) = (read("serve.addr")?, read("admin.token")?);
+    let response = ureq::post(&format!("http://{addr}{path}"))
+        .set("authorization", &format!("Bearer {token}"))
+        .send_form(form)
+        .with_context(|| format!("{label}: asking the server at {addr}"))?;
+    let mut ok = true;
+    for line in std::io::BufReader::new(response.into_reader()).lines() {
+        let line = line?;
+        if let Some(progress) = line.strip_prefix("progress ") {
+            eprint!("\r{label}: {progress}   ");
+        } else if let Some(done) = line.strip_prefix("done ") {
+            eprintln!();
+            println!("{label}: {done}");
+        } else if let Some(e) = line.strip_prefix("error ") {
+            eprintln!();
+            eprintln!("{label}: {e}");
+            ok = false;
+        }
+    }
+    Ok(ok)
+}
+
+/// Hands crawl files to the server holding the data directory, which ingests them into
+/// the fresh index while it serves.
+fn ingest_via_server(dir: &DataDir, files: &[PathBuf]) -> Result<()> {
     println!(
         "a server is serving {}: handing the files to it (fresh index)",
         dir.root().display()
@@ -440,22 +486,14 @@ fn ingest_via_server(dir: &DataDir, files: &[PathBuf]) -> Result<()> {
     let mut failed = 0;
     for path in files {
         let absolute = std::fs::canonicalize(path).with_context(|| path.display().to_string())?;
-        let response = ureq::post(&format!("http://{addr}/admin/ingest"))
-            .set("authorization", &format!("Bearer {token}"))
-            .send_form(&[("file", &absolute.display().to_string())])
-            .with_context(|| format!("sending {} to the server at {addr}", path.display()))?;
-        for line in std::io::BufReader::new(response.into_reader()).lines() {
-            let line = line?;
-            if let Some(progress) = line.strip_prefix("progress ") {
-                eprint!("\r{}: {progress}   ", path.display());
-            } else if let Some(done) = line.strip_prefix("done ") {
-                eprintln!();
-                println!("{}: {done}", path.display());
-            } else if let Some(e) = line.strip_prefix("error ") {
-                eprintln!();
-                eprintln!("{}: {e}", path.display());
-                failed += 1;
-            }
+        let file = absolute.display().to_string();
+        if !admin_request(
+            dir,
+            "/admin/ingest",
+            &[("file", &file)],
+            &path.display().to_string(),
+        )? {
+            failed += 1;
         }
     }
     if failed > 0 {

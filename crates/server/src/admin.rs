@@ -1,7 +1,9 @@
-//! The operator's endpoint on a running server: `POST /admin/ingest` with `file=PATH`
-//! ingests a crawl file into the fresh index while the server serves. Only from loopback,
-//! only with the token the server wrote to `DATA/admin.token` (readable by its owner).
-//! The answer streams one line per progress step and ends with `done ...` or `error ...`.
+//! The operator's endpoints on a running server, for work that must happen in the process
+//! holding the fresh index: `POST /admin/ingest` (`file=PATH`) ingests a crawl file into
+//! it, `POST /admin/flow` (`seeds=PATH`) computes its flow metrics, both while serving.
+//! Only from loopback, only with the token the server wrote to `DATA/admin.token`
+//! (readable by its owner). Answers stream one line per progress step and end with
+//! `done ...` or `error ...`.
 
 use crate::http::{full, read_body, Body, Service};
 use crate::params::Params;
@@ -14,6 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub(crate) const INGEST_PATH: &str = "/admin/ingest";
+pub(crate) const FLOW_PATH: &str = "/admin/flow";
 
 fn plain(status: StatusCode, text: String) -> Response<Body> {
     Response::builder()
@@ -32,11 +35,12 @@ fn token_matches(expected: &str, given: &str) -> bool {
             == 0
 }
 
-pub(crate) async fn ingest(
+/// Checks the operator's token and source; reads the form body.
+async fn admit(
     svc: &Arc<Service>,
     req: Request<Incoming>,
     peer: IpAddr,
-) -> Response<Body> {
+) -> Result<Params, Response<Body>> {
     let given = req
         .headers()
         .get("authorization")
@@ -50,33 +54,66 @@ pub(crate) async fn ingest(
             .as_deref()
             .is_some_and(|t| token_matches(t, &given));
     if !allowed {
-        return plain(
+        return Err(plain(
             StatusCode::FORBIDDEN,
             "admin requests need the token of DATA/admin.token, from this machine\n".into(),
-        );
+        ));
     }
-    let body = match read_body(svc, req).await {
-        Ok(b) => b,
-        Err(e) => return plain(StatusCode::BAD_REQUEST, format!("error {}\n", e.message)),
+    let body = read_body(svc, req)
+        .await
+        .map_err(|e| plain(StatusCode::BAD_REQUEST, format!("error {}\n", e.message)))?;
+    Params::parse(b"", &body)
+        .map_err(|e| plain(StatusCode::BAD_REQUEST, format!("error {}\n", e.message)))
+}
+
+/// Runs `job` on the blocking pool and streams the lines it reports, then its last line.
+fn stream(job: impl FnOnce(&mut dyn FnMut(String)) -> String + Send + 'static) -> Response<Body> {
+    let (tx, rx) = tokio::sync::mpsc::channel::<String>(64);
+    tokio::task::spawn_blocking(move || {
+        let mut report = |line: String| {
+            let _ = tx.blocking_send(line);
+        };
+        let last = job(&mut report);
+        report(last);
+    });
+    let lines = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv()
+            .await
+            .map(|line| (Ok::<_, std::io::Error>(Frame::data(Bytes::from(line))), rx))
+    });
+    Response::builder()
+        .header("content-type", "text/plain;charset=utf-8")
+        .body(BodyExt::boxed(StreamBody::new(lines)))
+        .expect("valid response")
+}
+
+/// `POST /admin/ingest` with `file=PATH`: one crawl file into the fresh index.
+pub(crate) async fn ingest(
+    svc: &Arc<Service>,
+    req: Request<Incoming>,
+    peer: IpAddr,
+) -> Response<Body> {
+    let params = match admit(svc, req, peer).await {
+        Ok(p) => p,
+        Err(refused) => return refused,
     };
-    let path = match Params::parse(b"", &body).and_then(|p| Ok(p.required("file")?.to_string())) {
+    let path = match params.required("file") {
         Ok(p) => std::path::PathBuf::from(p),
         Err(e) => return plain(StatusCode::BAD_REQUEST, format!("error {}\n", e.message)),
     };
-    let (tx, rx) = tokio::sync::mpsc::channel::<String>(64);
-    let svc2 = svc.clone();
-    tokio::task::spawn_blocking(move || {
+    let svc = svc.clone();
+    stream(move |report| {
         let mut last = Instant::now();
-        let result = svc2.ctx.indexes.ingest_fresh(&path, &mut |p| {
+        let result = svc.ctx.indexes.ingest_fresh(&path, &mut |p| {
             if last.elapsed() >= Duration::from_millis(500) {
                 last = Instant::now();
-                let _ = tx.blocking_send(format!(
+                report(format!(
                     "progress bytes={}/{} records={} links={}\n",
                     p.bytes_read, p.bytes_total, p.records, p.links
                 ));
             }
         });
-        let line = match result {
+        match result {
             Ok(r) => format!(
                 "done pages={} unchanged={} links_found={} links_new={} links_deleted={} bad_records={} truncated={} expired_links={} expired_pages={} window_from={}\n",
                 r.file.pages,
@@ -91,16 +128,39 @@ pub(crate) async fn ingest(
                 linkstore::format_day(r.window_from),
             ),
             Err(e) => format!("error {e}\n"),
+        }
+    })
+}
+
+/// `POST /admin/flow` with `seeds=PATH` (optional): flow metrics of the fresh index.
+pub(crate) async fn flow(
+    svc: &Arc<Service>,
+    req: Request<Incoming>,
+    peer: IpAddr,
+) -> Response<Body> {
+    let params = match admit(svc, req, peer).await {
+        Ok(p) => p,
+        Err(refused) => return refused,
+    };
+    let seeds_path = params.get("seeds").map(std::path::PathBuf::from);
+    let svc = svc.clone();
+    stream(move |report| {
+        let seeds = match seeds_path.as_deref().map(flow::read_seeds).transpose() {
+            Ok(seeds) => seeds.unwrap_or_default(),
+            Err(e) => return format!("error {e}\n"),
         };
-        let _ = tx.blocking_send(line);
-    });
-    let lines = futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv()
-            .await
-            .map(|line| (Ok::<_, std::io::Error>(Frame::data(Bytes::from(line))), rx))
-    });
-    Response::builder()
-        .header("content-type", "text/plain;charset=utf-8")
-        .body(BodyExt::boxed(StreamBody::new(lines)))
-        .expect("valid response")
+        let result =
+            svc.ctx
+                .indexes
+                .flow_fresh(&seeds, &flow::RankParams::default(), &mut |step| {
+                    report(format!("progress {step}\n"))
+                });
+        match result {
+            Ok(r) => format!(
+                "done urls={} links={} seed_urls={} topics={} metrics_rows={} backlink_rows={}\n",
+                r.nodes, r.edges, r.seed_nodes, r.topics, r.metrics_rows, r.backlink_rows
+            ),
+            Err(e) => format!("error {e}\n"),
+        }
+    })
 }

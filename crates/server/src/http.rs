@@ -172,8 +172,12 @@ async fn handle(svc: Arc<Service>, req: Request<Incoming>, peer: IpAddr) -> Resp
     if let Some(page) = crate::explorer::asset(&path) {
         return page;
     }
-    if path == crate::admin::INGEST_PATH && req.method() == Method::POST {
-        return crate::admin::ingest(&svc, req, peer).await;
+    if req.method() == Method::POST {
+        match path.as_str() {
+            crate::admin::INGEST_PATH => return crate::admin::ingest(&svc, req, peer).await,
+            crate::admin::FLOW_PATH => return crate::admin::flow(&svc, req, peer).await,
+            _ => {}
+        }
     }
     if path == crate::openapp::PATH {
         return crate::openapp::authorize(&svc, req, client).await;
