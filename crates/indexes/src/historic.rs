@@ -46,22 +46,14 @@ pub struct HistoricReport {
 const BUILDING: &str = ".building";
 
 fn build_lock(dir: &DataDir) -> Result<File> {
-    let path = dir.root().join("historic-build.lock");
-    std::fs::create_dir_all(dir.root()).map_err(io_error(dir.root()))?;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
-        .map_err(io_error(&path))?;
-    file.try_lock().map_err(|_| {
-        Error::Busy(format!(
+    crate::lock_file(
+        dir.root(),
+        &dir.root().join("historic-build.lock"),
+        &format!(
             "another historic build is running in {}",
             dir.root().display()
-        ))
-    })?;
-    Ok(file)
+        ),
+    )
 }
 
 fn sync_dir(dir: &Path) -> Result<()> {

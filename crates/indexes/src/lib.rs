@@ -52,6 +52,21 @@ pub enum Error {
     Info(String),
 }
 
+/// Creates (if needed) and locks a file in `dir` for as long as the returned file lives;
+/// `busy` says who holds it when it is taken.
+fn lock_file(dir: &Path, path: &Path, busy: &str) -> Result<std::fs::File> {
+    std::fs::create_dir_all(dir).map_err(io_error(dir))?;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(io_error(path))?;
+    file.try_lock().map_err(|_| Error::Busy(busy.to_string()))?;
+    Ok(file)
+}
+
 fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
     move |source| Error::Io {
         path: path.to_path_buf(),
@@ -161,19 +176,11 @@ impl DataDir {
 
     /// Takes the serve lock for as long as the returned file lives, or says who has it.
     pub fn lock_for_serving(&self) -> Result<std::fs::File> {
-        let path = self.serve_lock_path();
-        std::fs::create_dir_all(&self.root).map_err(io_error(&self.root))?;
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(io_error(&path))?;
-        file.try_lock().map_err(|_| {
-            Error::Busy(format!("another server is serving {}", self.root.display()))
-        })?;
-        Ok(file)
+        lock_file(
+            &self.root,
+            &self.serve_lock_path(),
+            &format!("another server is serving {}", self.root.display()),
+        )
     }
 
     /// The account store (keys, apps, tokens, usage).

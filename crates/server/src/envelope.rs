@@ -297,7 +297,8 @@ fn pipe_cell(s: &str) -> String {
     }
 }
 
-fn xml_escape(s: &str) -> String {
+/// Escapes text for XML (and HTML) content and attribute values.
+pub(crate) fn xml_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

@@ -6,6 +6,7 @@
 //! same path. The redirect carries `access_token`, `token_type`, `expires_in` and the
 //! app's `state`, or `error=access_denied`.
 
+use crate::envelope::xml_escape as html;
 use crate::http::{full, not_found, read_body, Body, Service};
 use crate::params::Params;
 use accounts::{App, Credential};
@@ -16,22 +17,6 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 pub(crate) const PATH: &str = "/openapp/authorize";
-
-/// Escapes text for HTML content and attribute values.
-fn html(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 /// Percent-encodes a query component (RFC 3986 unreserved characters kept).
 fn query_component(s: &str) -> String {
@@ -219,7 +204,7 @@ mod tests {
     fn text_is_escaped_for_html_and_urls() {
         assert_eq!(
             html("<a href=\"x\">&'"),
-            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+            "&lt;a href=&quot;x&quot;&gt;&amp;&apos;"
         );
         assert_eq!(query_component("a b&c=d/é"), "a%20b%26c%3Dd%2F%C3%A9");
     }
