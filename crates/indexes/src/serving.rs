@@ -164,6 +164,17 @@ impl Indexes {
         if self.historic.read().unwrap_or_else(|p| p.into_inner()).0 == name {
             return Ok(false);
         }
+        // Never create an empty store for a name that points nowhere.
+        let path = self.dir.index_path(IndexKind::Historic);
+        if !path.is_dir() {
+            return Err(Error::Io {
+                path,
+                source: std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    "historic.current names no snapshot directory",
+                ),
+            });
+        }
         let store = Arc::new(self.dir.open(IndexKind::Historic, &self.options)?);
         store.publish();
         let (_, old) = std::mem::replace(
@@ -180,5 +191,23 @@ impl Indexes {
             let _ = std::fs::remove_dir_all(&path);
         });
         Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pointer_to_nothing_keeps_the_serving_snapshot() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = DataDir::new(dir.path());
+        let indexes = Indexes::open(data.clone(), 90, StoreOptions::default()).unwrap();
+        let serving = indexes.store(IndexKind::Historic).path().to_path_buf();
+        std::fs::write(data.historic_pointer(), "historic-20990101000000\n").unwrap();
+        let e = indexes.reload_historic().unwrap_err().to_string();
+        assert!(e.contains("names no snapshot"), "{e}");
+        assert!(!dir.path().join("historic-20990101000000").exists());
+        assert_eq!(indexes.store(IndexKind::Historic).path(), serving);
     }
 }

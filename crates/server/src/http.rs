@@ -322,6 +322,8 @@ pub async fn serve(
     // A historic build switches `DATA/historic.current`; follow it.
     let watcher = svc.clone();
     tokio::spawn(async move {
+        // A broken pointer is reported once, not every half second.
+        let mut last_error = String::new();
         loop {
             tokio::time::sleep(Duration::from_millis(500)).await;
             let svc = watcher.clone();
@@ -334,7 +336,10 @@ pub async fn serve(
             .await;
             match switched {
                 Ok(Ok(Some(name))) => eprintln!("serving historic snapshot {name}"),
-                Ok(Err(e)) => eprintln!("historic snapshot not switched: {e}"),
+                Ok(Err(e)) if e.to_string() != last_error => {
+                    last_error = e.to_string();
+                    eprintln!("historic snapshot not switched: {last_error}");
+                }
                 _ => {}
             }
         }
