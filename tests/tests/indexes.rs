@@ -81,6 +81,23 @@ fn ext_backlinks(srv: &Server, key: &str, item: &str, index: &str) -> i64 {
     int(&rows(&r, "Results")[0]["ExtBackLinks"])
 }
 
+/// Every backlink (up to 50,000) of an item in one index.
+fn backlinks(srv: &Server, key: &str, item: &str, index: &str) -> Vec<Value> {
+    rows(
+        &ok(api(
+            srv,
+            key,
+            &[
+                ("cmd", "GetBackLinkData"),
+                ("item", item),
+                ("Count", "50000"),
+                ("datasource", index),
+            ],
+        )),
+        "BackLinks",
+    )
+}
+
 fn account(data: &Path) -> String {
     let id = create_account(data, "ops", [1 << 40, 1 << 50, 1 << 50], &[]);
     create_key(data, id)
@@ -195,21 +212,7 @@ fn the_fresh_window_keeps_only_its_days() {
     assert!(int(&fresh["IndexedURLs"]) < int(&historic["IndexedURLs"]));
 
     // Fresh holds exactly the historic links still inside the window.
-    let backlinks = |index: &str| {
-        rows(
-            &ok(api(
-                &srv,
-                &key,
-                &[
-                    ("cmd", "GetBackLinkData"),
-                    ("item", &hot),
-                    ("Count", "50000"),
-                    ("datasource", index),
-                ],
-            )),
-            "BackLinks",
-        )
-    };
+    let backlinks = |index: &str| backlinks(&srv, &key, &hot, index);
     let day = |v: &Value| v.as_str().and_then(linkstore::parse_day).unwrap_or(0);
     let in_window: HashSet<(String, String)> = backlinks("historic")
         .iter()
@@ -503,22 +506,7 @@ fn datasource_selects_the_index_of_every_command() {
     // Every data command answers differently for the two indexes (the two statistics
     // commands list both indexes whichever is named).
     assert_eq!(differing, commands.len() - 2);
-    let backlink_rows = |index: &str| {
-        rows(
-            &ok(api(
-                &srv,
-                &key,
-                &[
-                    ("cmd", "GetBackLinkData"),
-                    ("item", &hot),
-                    ("Count", "50000"),
-                    ("datasource", index),
-                ],
-            )),
-            "BackLinks",
-        )
-        .len() as i64
-    };
+    let backlink_rows = |index: &str| backlinks(&srv, &key, &hot, index).len() as i64;
     assert_eq!(backlink_rows("fresh"), fresh_n);
     assert_eq!(backlink_rows("historic"), historic_n);
 

@@ -114,29 +114,32 @@ fn check_item(store: &Store, item: &Item, first_day_exact: bool) {
     );
 }
 
-#[test]
-fn views_equal_a_scan_of_the_records_after_many_crawl_rounds() {
-    let tmp = tempfile::tempdir().unwrap();
+/// A 3,000-page web crawled four times, ingested into a store in `dir`.
+fn four_crawl_rounds(dir: &std::path::Path, opts: IngestOptions) -> (webgen::WebSpec, Store) {
     let spec = webgen::WebSpec {
         pages: 3_000,
         domains: 300,
         crawls: 4,
         ..Default::default()
     };
-    let files = webgen::generate(&spec, &tmp.path().join("crawl"), &mut |_, _| {}).unwrap();
-    let store = Store::open(tmp.path().join("db"), &StoreOptions::default()).unwrap();
+    let files = webgen::generate(&spec, &dir.join("crawl"), &mut |_, _| {}).unwrap();
+    let store = Store::open(dir.join("db"), &StoreOptions::default()).unwrap();
     for f in &files.files {
-        ingest_file(
-            &store,
-            f,
-            &IngestOptions {
-                batch_pages: 500,
-                ..Default::default()
-            },
-            &mut |_| {},
-        )
-        .unwrap();
+        ingest_file(&store, f, &opts, &mut |_| {}).unwrap();
     }
+    (spec, store)
+}
+
+#[test]
+fn views_equal_a_scan_of_the_records_after_many_crawl_rounds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (spec, store) = four_crawl_rounds(
+        tmp.path(),
+        IngestOptions {
+            batch_pages: 500,
+            ..Default::default()
+        },
+    );
     let web = webgen::Web::new(spec);
     let mut checked = 0;
     for page in (0..web.pages()).step_by(97) {
@@ -159,17 +162,7 @@ fn views_equal_a_scan_of_the_records_after_many_crawl_rounds() {
 #[test]
 fn views_equal_a_scan_of_the_records_left_after_the_window_expires() {
     let tmp = tempfile::tempdir().unwrap();
-    let spec = webgen::WebSpec {
-        pages: 3_000,
-        domains: 300,
-        crawls: 4,
-        ..Default::default()
-    };
-    let files = webgen::generate(&spec, &tmp.path().join("crawl"), &mut |_, _| {}).unwrap();
-    let store = Store::open(tmp.path().join("db"), &StoreOptions::default()).unwrap();
-    for f in &files.files {
-        ingest_file(&store, f, &IngestOptions::default(), &mut |_| {}).unwrap();
-    }
+    let (spec, store) = four_crawl_rounds(tmp.path(), IngestOptions::default());
     let before = store.index_counters().unwrap();
     // Keep the last two crawl rounds.
     let cutoff = linkstore::day_of(spec.start + 2 * spec.crawl_interval_days * 86_400);

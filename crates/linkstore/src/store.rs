@@ -317,21 +317,17 @@ impl Store {
     }
 
     /// Visits every stored link (internal and external, live and deleted), by source.
-    pub fn scan_links(&self, mut visit: impl FnMut(&LinkRecord)) -> Result<()> {
-        let view = self.view();
-        let mut it = self.db.raw_iterator_cf_opt(self.cf(CF_LINKS), view.opts);
-        it.seek_to_first();
-        while let Some(v) = it.value() {
-            visit(&LinkRecord::decode(v)?);
-            it.next();
-        }
-        it.status()?;
-        Ok(())
+    pub fn scan_links(&self, visit: impl FnMut(&LinkRecord)) -> Result<()> {
+        self.scan_links_with(self.view().opts, visit)
     }
 
     /// Visits every stored link as last written, published or not (for writers).
-    pub(crate) fn scan_latest_links(&self, mut visit: impl FnMut(&LinkRecord)) -> Result<()> {
-        let mut it = self.db.raw_iterator_cf(self.cf(CF_LINKS));
+    pub(crate) fn scan_latest_links(&self, visit: impl FnMut(&LinkRecord)) -> Result<()> {
+        self.scan_links_with(ReadOptions::default(), visit)
+    }
+
+    fn scan_links_with(&self, opts: ReadOptions, mut visit: impl FnMut(&LinkRecord)) -> Result<()> {
+        let mut it = self.db.raw_iterator_cf_opt(self.cf(CF_LINKS), opts);
         it.seek_to_first();
         while let Some(v) = it.value() {
             visit(&LinkRecord::decode(v)?);

@@ -520,14 +520,7 @@ pub fn get_downloads_list(
         ]);
     }
     drop(jobs);
-    let mut reply = Reply::ok();
-    ctx.globals(
-        &mut reply,
-        IndexKind::Historic,
-        &ctx.store(IndexKind::Historic),
-    )?;
-    reply.tables.push(t);
-    Ok(reply)
+    job_list_reply(ctx, t)
 }
 
 /// DeleteDownloads: removes jobs (aborting running ones) and their files.
@@ -556,12 +549,18 @@ pub fn delete_downloads(ctx: &Context, caller: &Caller<'_>, p: &Params) -> Resul
             ]),
         }
     }
+    job_list_reply(ctx, t)
+}
+
+/// GetDownloadsList's and DeleteDownloads' answer: jobs are not of one index, so the
+/// globals are the default (historic) index's.
+fn job_list_reply(ctx: &Context, table: Table) -> Result<Reply, ApiError> {
     let mut reply = Reply::ok();
     ctx.globals(
         &mut reply,
         IndexKind::Historic,
         &ctx.store(IndexKind::Historic),
     )?;
-    reply.tables.push(t);
+    reply.tables.push(table);
     Ok(reply)
 }

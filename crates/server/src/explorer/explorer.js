@@ -414,6 +414,6 @@ document.addEventListener('DOMContentLoaded', () => {
 // For scripted use and the browser tests: the loaded tables and their CSV.
 window.explorer = {
   csv: (kind) => toCsv(state.tables[kind] ? state.tables[kind].rows : []),
-  table: (kind, cols, rows) => showTable(kind, rows || cols),
+  table: (kind, rows) => showTable(kind, rows),
   Table,
 };
