@@ -1,6 +1,7 @@
-//! Crawl file ingest: WARC (HTML responses and redirects), Common Crawl WAT (`Links`
+//! Crawl file reading: WARC (HTML responses and redirects), Common Crawl WAT (`Links`
 //! arrays) and JSON-lines crawl records, plain or gzipped (per-record members or one
-//! stream), into a [`linkstore::Store`].
+//! stream), as a stream of [`PageCrawl`]s handed to a [`CrawlSink`]: the store's
+//! incremental writer ([`ingest_file`]) or a bulk build.
 //!
 //! Bad input never stops a file: each bad record is skipped and counted, and the
 //! [`FileSummary`] says what and where. Crawls are applied in batches that commit
@@ -16,7 +17,7 @@ pub mod warc;
 pub mod wat;
 
 use flate2::read::MultiGzDecoder;
-use linkstore::{normalize_url, CrawlOutcome, PageCrawl, Store};
+use linkstore::{normalize_url, ApplyStats, CrawlOutcome, PageCrawl, Store};
 use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -93,7 +94,8 @@ pub struct FileSummary {
     pub path: PathBuf,
     pub format: Option<Format>,
     pub records: u64,
-    /// Crawls applied to the store.
+    /// Crawls applied to the store; for a sink that applies crawls later (a bulk
+    /// build), crawls read.
     pub pages: u64,
     /// Crawls the store already had (same page, same fetch time).
     pub pages_unchanged: u64,
@@ -163,11 +165,75 @@ impl<R: Read> Read for Counting<R> {
     }
 }
 
+/// Where a reader's page crawls go: the store's incremental writer
+/// ([`WriterSink`]), or a bulk build that applies them later.
+pub trait CrawlSink {
+    /// Takes one crawl; says what it did to the store when it applies crawls at once,
+    /// `None` when it applies them later.
+    fn accept(&mut self, crawl: PageCrawl) -> Result<Option<ApplyStats>, linkstore::Error>;
+    /// Called after every record: a place to commit.
+    fn record_done(&mut self) -> Result<(), linkstore::Error> {
+        Ok(())
+    }
+    /// Called at the end of each file.
+    fn file_done(&mut self) -> Result<(), linkstore::Error> {
+        Ok(())
+    }
+}
+
+/// Applies crawls with the store's incremental writer, committing every `batch_pages`.
+pub struct WriterSink<'s> {
+    writer: linkstore::Writer<'s>,
+    batch_pages: usize,
+}
+
+impl<'s> WriterSink<'s> {
+    pub fn new(store: &'s Store, batch_pages: usize) -> WriterSink<'s> {
+        WriterSink {
+            writer: store.writer(),
+            batch_pages,
+        }
+    }
+}
+
+impl CrawlSink for WriterSink<'_> {
+    fn accept(&mut self, crawl: PageCrawl) -> Result<Option<ApplyStats>, linkstore::Error> {
+        self.writer.apply(&crawl).map(Some)
+    }
+
+    fn record_done(&mut self) -> Result<(), linkstore::Error> {
+        if self.writer.pending_pages() >= self.batch_pages {
+            self.writer.commit()?;
+        }
+        Ok(())
+    }
+
+    fn file_done(&mut self) -> Result<(), linkstore::Error> {
+        self.writer.commit()
+    }
+}
+
 /// Reads one crawl file into the store, committing every `batch_pages` crawls.
 pub fn ingest_file(
     store: &Store,
     path: &Path,
     opts: &IngestOptions,
+    on_progress: &mut dyn FnMut(&Progress),
+) -> Result<FileSummary> {
+    read_file(
+        path,
+        opts,
+        &mut WriterSink::new(store, opts.batch_pages),
+        on_progress,
+    )
+}
+
+/// Reads one crawl file and hands each page crawl to `sink`. Bad records are skipped and
+/// listed in the summary; only a failure of the sink (the store) is an error.
+pub fn read_file(
+    path: &Path,
+    opts: &IngestOptions,
+    sink: &mut dyn CrawlSink,
     on_progress: &mut dyn FnMut(&Progress),
 ) -> Result<FileSummary> {
     let open_err = |source| Error::Open {
@@ -219,7 +285,7 @@ pub fn ingest_file(
     };
     summary.format = Some(format);
     let mut run = Run {
-        writer: store.writer(),
+        sink,
         opts,
         summary,
         progress: Progress {
@@ -233,14 +299,14 @@ pub fn ingest_file(
         Format::Warc => run.warc(input)?,
         Format::JsonLines => run.jsonl(input)?,
     }
-    run.writer.commit()?;
+    run.sink.file_done()?;
     run.progress.bytes_read = run.count.get();
     (run.on_progress)(&run.progress);
     Ok(run.summary)
 }
 
-struct Run<'a, 's> {
-    writer: linkstore::Writer<'s>,
+struct Run<'a> {
+    sink: &'a mut dyn CrawlSink,
     opts: &'a IngestOptions,
     summary: FileSummary,
     progress: Progress,
@@ -279,7 +345,7 @@ impl From<&str> for RecordError {
     }
 }
 
-impl Run<'_, '_> {
+impl Run<'_> {
     fn record_result(&mut self, at: String, r: Result<(), RecordError>) -> Result<()> {
         match r {
             Ok(()) => Ok(()),
@@ -297,9 +363,7 @@ impl Run<'_, '_> {
         self.progress.links = self.summary.links_found;
         self.progress.bytes_read = self.count.get();
         (self.on_progress)(&self.progress);
-        if self.writer.pending_pages() >= self.opts.batch_pages {
-            self.writer.commit()?;
-        }
+        self.sink.record_done()?;
         Ok(())
     }
 
@@ -521,14 +585,15 @@ impl Run<'_, '_> {
             ip: f.ip.and_then(|s| s.trim().parse().ok()),
             outcome,
         };
-        let stats = self.writer.apply(&crawl).map_err(RecordError::Store)?;
-        if stats.skipped {
-            self.summary.pages_unchanged += 1;
-        } else {
-            self.summary.pages += 1;
+        match self.sink.accept(crawl).map_err(RecordError::Store)? {
+            Some(stats) if stats.skipped => self.summary.pages_unchanged += 1,
+            Some(stats) => {
+                self.summary.pages += 1;
+                self.summary.links_new += stats.links_new;
+                self.summary.links_deleted += stats.links_deleted;
+            }
+            None => self.summary.pages += 1,
         }
-        self.summary.links_new += stats.links_new;
-        self.summary.links_deleted += stats.links_deleted;
         Ok(())
     }
 }

@@ -5,7 +5,9 @@
 //! leave as records, counters and aggregates. On-disk layouts are in `docs/format.md`.
 
 mod aggregate;
+pub mod build;
 mod codec;
+mod crawl;
 mod error;
 mod flow_update;
 mod item;
@@ -14,6 +16,7 @@ mod metrics;
 mod page;
 mod record;
 mod store;
+mod views;
 mod writer;
 
 pub use aggregate::{AnchorText, Counters, RefDomain};

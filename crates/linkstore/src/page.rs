@@ -1,8 +1,8 @@
 //! What one crawl of one page says, in crawl-format-neutral terms, and the per-page state
 //! the store keeps to apply crawls in order.
 
-use crate::codec::{put_ivarint, put_uvarint, Reader};
-use crate::error::Result;
+use crate::codec::{put_bytes, put_ivarint, put_uvarint, Reader};
+use crate::error::{Error, Result};
 use crate::record::LinkKind;
 use std::net::IpAddr;
 
@@ -45,6 +45,119 @@ pub struct OutLink {
     pub nofollow: bool,
     pub ugc: bool,
     pub sponsored: bool,
+}
+
+/// Version of the [`PageCrawl`] encoding (bulk builds exchange and spill crawls in it).
+pub const CRAWL_VERSION: u8 = 1;
+
+impl PageCrawl {
+    /// `docs/format.md`, "Page crawls in a bulk build".
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(64 + self.url.len());
+        out.push(CRAWL_VERSION);
+        put_bytes(&mut out, self.url.as_bytes());
+        put_ivarint(&mut out, self.fetched_at);
+        match self.ip {
+            None => out.push(0),
+            Some(IpAddr::V4(v4)) => {
+                out.push(4);
+                out.extend_from_slice(&v4.octets());
+            }
+            Some(IpAddr::V6(v6)) => {
+                out.push(16);
+                out.extend_from_slice(&v6.octets());
+            }
+        }
+        match &self.outcome {
+            CrawlOutcome::Html { links } => {
+                out.push(0);
+                put_uvarint(&mut out, links.len() as u64);
+                for l in links {
+                    put_bytes(&mut out, l.target.as_bytes());
+                    put_bytes(&mut out, l.anchor_text.as_bytes());
+                    put_bytes(&mut out, l.alt_text.as_bytes());
+                    out.push(l.kind as u8);
+                    out.push(
+                        u8::from(l.nofollow) | u8::from(l.ugc) << 1 | u8::from(l.sponsored) << 2,
+                    );
+                }
+            }
+            CrawlOutcome::NotHtml => out.push(1),
+            CrawlOutcome::Redirect { status, location } => {
+                out.push(2);
+                put_uvarint(&mut out, u64::from(*status));
+                put_bytes(&mut out, location.as_bytes());
+            }
+            CrawlOutcome::Gone { status } => {
+                out.push(3);
+                put_uvarint(&mut out, u64::from(*status));
+            }
+            CrawlOutcome::Failed { status } => {
+                out.push(4);
+                put_uvarint(&mut out, u64::from(*status));
+            }
+        }
+        out
+    }
+
+    pub fn decode(buf: &[u8]) -> Result<PageCrawl> {
+        const CF: &str = "page crawl";
+        let mut r = Reader::new(buf, CF);
+        r.version(CRAWL_VERSION)?;
+        let url = r.string()?;
+        let fetched_at = r.ivarint()?;
+        let ip = match r.u8()? {
+            0 => None,
+            4 => Some(IpAddr::from(
+                <[u8; 4]>::try_from(r.take(4)?).expect("4 bytes"),
+            )),
+            16 => Some(IpAddr::from(
+                <[u8; 16]>::try_from(r.take(16)?).expect("16 bytes"),
+            )),
+            n => return Err(Error::corrupt(CF, format!("IP length {n}"))),
+        };
+        let outcome = match r.u8()? {
+            0 => {
+                let n = r.uvarint()? as usize;
+                let mut links = Vec::with_capacity(n.min(4096));
+                for _ in 0..n {
+                    let target = r.string()?;
+                    let anchor_text = r.string()?;
+                    let alt_text = r.string()?;
+                    let kind = LinkKind::from_u8(r.u8()?)?;
+                    let f = r.u8()?;
+                    links.push(OutLink {
+                        target,
+                        anchor_text,
+                        alt_text,
+                        kind,
+                        nofollow: f & 1 != 0,
+                        ugc: f & 2 != 0,
+                        sponsored: f & 4 != 0,
+                    });
+                }
+                CrawlOutcome::Html { links }
+            }
+            1 => CrawlOutcome::NotHtml,
+            2 => CrawlOutcome::Redirect {
+                status: r.u32v()? as u16,
+                location: r.string()?,
+            },
+            3 => CrawlOutcome::Gone {
+                status: r.u32v()? as u16,
+            },
+            4 => CrawlOutcome::Failed {
+                status: r.u32v()? as u16,
+            },
+            n => return Err(Error::corrupt(CF, format!("crawl outcome {n}"))),
+        };
+        Ok(PageCrawl {
+            url,
+            fetched_at,
+            ip,
+            outcome,
+        })
+    }
 }
 
 /// What the store remembers about a crawled page.
@@ -165,6 +278,48 @@ mod tests {
         assert_eq!(parse_day("yesterday"), None);
         for day in [1u32, 10_000, 19_000, 20_500, 60_000] {
             assert_eq!(parse_day(&format_day(day)), Some(day));
+        }
+    }
+
+    #[test]
+    fn page_crawls_round_trip() {
+        let crawls = [
+            PageCrawl {
+                url: "http://a.com/x".into(),
+                fetched_at: 1_700_000_000,
+                ip: Some("10.1.2.3".parse().unwrap()),
+                outcome: CrawlOutcome::Html {
+                    links: vec![OutLink {
+                        target: "https://b.org/".into(),
+                        anchor_text: "B \u{1} b".into(),
+                        alt_text: "logo".into(),
+                        kind: LinkKind::Image,
+                        nofollow: true,
+                        ugc: false,
+                        sponsored: true,
+                    }],
+                },
+            },
+            PageCrawl {
+                url: "http://a.com/y".into(),
+                fetched_at: -5,
+                ip: Some("2001:db8::1".parse().unwrap()),
+                outcome: CrawlOutcome::Redirect {
+                    status: 301,
+                    location: "http://a.com/z".into(),
+                },
+            },
+            PageCrawl {
+                url: "http://a.com/g".into(),
+                fetched_at: 7,
+                ip: None,
+                outcome: CrawlOutcome::Gone { status: 410 },
+            },
+        ];
+        for c in crawls {
+            let enc = c.encode();
+            assert_eq!(PageCrawl::decode(&enc).unwrap(), c);
+            assert!(PageCrawl::decode(&enc[..enc.len() - 1]).is_err());
         }
     }
 

@@ -23,7 +23,7 @@ pub enum LinkKind {
 }
 
 impl LinkKind {
-    fn from_u8(b: u8) -> Result<LinkKind> {
+    pub(crate) fn from_u8(b: u8) -> Result<LinkKind> {
         Ok(match b {
             0 => LinkKind::Text,
             1 => LinkKind::Image,

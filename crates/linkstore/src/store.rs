@@ -147,6 +147,39 @@ pub(crate) fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
     None
 }
 
+/// Options of one column family. SST files made outside the database (bulk builds) are
+/// written with the same options, so they read exactly like flushed ones.
+pub(crate) fn cf_options(name: &str, cache: Option<&Cache>) -> Options {
+    let mut o = Options::default();
+    let mut table = BlockBasedOptions::default();
+    if let Some(cache) = cache {
+        table.set_block_cache(cache);
+    }
+    table.set_bloom_filter(10.0, false);
+    // Partitioned index and filters: a point read loads one small filter partition, not
+    // a whole file's filter, so a bounded cache never thrashes on filter blocks while
+    // ingest probes for new keys.
+    table.set_index_type(BlockBasedIndexType::TwoLevelIndexSearch);
+    table.set_partition_filters(true);
+    table.set_metadata_block_size(4096);
+    table.set_cache_index_and_filter_blocks(true);
+    table.set_pin_top_level_index_and_filter(true);
+    table.set_pin_l0_filter_and_index_blocks_in_cache(true);
+    table.set_block_size(16 << 10);
+    o.set_block_based_table_factory(&table);
+    o.set_compression_type(rocksdb::DBCompressionType::Lz4);
+    o.set_write_buffer_size(64 << 20);
+    // Most ingest reads are misses on new keys: let the memtable say so cheaply.
+    o.set_memtable_prefix_bloom_ratio(0.1);
+    o.set_memtable_whole_key_filtering(true);
+    match name {
+        CF_COUNTERS => o.set_merge_operator_associative("counters_v1", merge_counters),
+        CF_TIMELINE => o.set_merge_operator_associative("timeline_v1", merge_timeline),
+        _ => {}
+    }
+    o
+}
+
 impl Drop for Store {
     fn drop(&mut self) {
         // Writes bypass the WAL: without this flush a clean exit would drop the last
@@ -167,34 +200,9 @@ impl Store {
         // Writes skip the WAL (see `Writer::commit`); atomic flushes keep every column
         // family at the same batch boundary, so a crash leaves a consistent earlier state.
         db_opts.set_atomic_flush(true);
-        let cfs = ALL_CFS.iter().map(|&name| {
-            let mut o = Options::default();
-            let mut table = BlockBasedOptions::default();
-            table.set_block_cache(&cache);
-            table.set_bloom_filter(10.0, false);
-            // Partitioned index and filters: a point read loads one small filter
-            // partition, not a whole file's filter, so a bounded cache never thrashes on
-            // filter blocks while ingest probes for new keys.
-            table.set_index_type(BlockBasedIndexType::TwoLevelIndexSearch);
-            table.set_partition_filters(true);
-            table.set_metadata_block_size(4096);
-            table.set_cache_index_and_filter_blocks(true);
-            table.set_pin_top_level_index_and_filter(true);
-            table.set_pin_l0_filter_and_index_blocks_in_cache(true);
-            table.set_block_size(16 << 10);
-            o.set_block_based_table_factory(&table);
-            o.set_compression_type(rocksdb::DBCompressionType::Lz4);
-            o.set_write_buffer_size(64 << 20);
-            // Most ingest reads are misses on new keys: let the memtable say so cheaply.
-            o.set_memtable_prefix_bloom_ratio(0.1);
-            o.set_memtable_whole_key_filtering(true);
-            match name {
-                CF_COUNTERS => o.set_merge_operator_associative("counters_v1", merge_counters),
-                CF_TIMELINE => o.set_merge_operator_associative("timeline_v1", merge_timeline),
-                _ => {}
-            }
-            ColumnFamilyDescriptor::new(name, o)
-        });
+        let cfs = ALL_CFS
+            .iter()
+            .map(|&name| ColumnFamilyDescriptor::new(name, cf_options(name, Some(&cache))));
         let db = DB::open_cf_descriptors(&db_opts, &path, cfs)?;
         let meta = db.cf_handle(CF_META).expect("meta CF opened above");
         let hash_bits = match db.get_cf(meta, b"format")? {
@@ -589,6 +597,33 @@ impl Store {
             self.db.flush_cf(cf)?;
             self.db.compact_range_cf(cf, None::<&[u8]>, None::<&[u8]>);
         }
+        Ok(())
+    }
+
+    /// True when no crawl was ever applied (no page, no link): what a bulk build needs.
+    pub fn is_empty(&self) -> Result<bool> {
+        for cf in [CF_PAGES, CF_LINKS] {
+            let mut it = self.db.raw_iterator_cf(self.cf(cf));
+            it.seek_to_first();
+            if it.valid() {
+                return Ok(false);
+            }
+            it.status()?;
+        }
+        Ok(true)
+    }
+
+    /// Adds finished SST files of one table (from [`crate::build::TableFileWriter`]),
+    /// moving them into the database. Files of one call must not overlap in key range;
+    /// they then go to the bottom level without compaction.
+    pub fn ingest_table_files(&self, table: crate::build::Table, files: &[PathBuf]) -> Result<()> {
+        if files.is_empty() {
+            return Ok(());
+        }
+        let mut opts = rocksdb::IngestExternalFileOptions::default();
+        opts.set_move_files(true);
+        self.db
+            .ingest_external_file_cf_opts(self.cf(table.cf_name()), &opts, files.to_vec())?;
         Ok(())
     }
 

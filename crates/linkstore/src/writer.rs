@@ -13,17 +13,22 @@
 //! leaves half of one.
 
 use crate::aggregate::{accumulate, AnchorText, Counters, RefDomain, TimelineDelta};
+use crate::crawl::{
+    crawl_order, crawl_status, newer_crawl, next_state, older_crawl, CrawlOrder, UrlMetrics,
+};
 use crate::error::Result;
-use crate::item::{host_of, root_domain, Item};
+use crate::item::Item;
 use crate::keys::{
     backlink_key, distinct_key, link_key, member_key, ranked_key, timeline_key, url_key,
     DistinctKind,
 };
-use crate::page::{day_of, CrawlOutcome, OutLink, PageCrawl, PageState};
-use crate::record::{
-    flags, FlowPair, LinkKind, LinkRecord, LostReason, SourceOutlinks, SOURCE_TOPICS, TARGET_TOPICS,
-};
+use crate::page::{day_of, PageCrawl, PageState};
+use crate::record::{FlowPair, LinkRecord};
 use crate::store::*;
+use crate::views::{
+    anchor_of_member, contributions, distinct_counters, domain_of_url, min_nonzero,
+    ref_domain_counters, Contribution,
+};
 use rocksdb::{ReadOptions, WriteBatch};
 
 /// One buffered write.
@@ -77,7 +82,6 @@ impl SortedBatch {
 }
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::net::IpAddr;
 
 /// What applying one crawl did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -127,6 +131,8 @@ pub struct Writer<'a> {
     /// Reference counts of URLs touched in this batch (see `ref_url`).
     url_refs: HashMap<String, i64>,
     pending_pages: usize,
+    /// Scratch list of one record's contributions, reused.
+    contributions: Vec<Contribution>,
 }
 
 /// What `Writer::expire_before` removed.
@@ -155,6 +161,7 @@ impl<'a> Writer<'a> {
             distinct: HashMap::new(),
             url_refs: HashMap::new(),
             pending_pages: 0,
+            contributions: Vec::new(),
         }
     }
 
@@ -165,152 +172,58 @@ impl<'a> Writer<'a> {
 
     /// Applies one crawl to the overlay (visible to later crawls of this batch).
     pub fn apply(&mut self, crawl: &PageCrawl) -> Result<ApplyStats> {
-        let day = day_of(crawl.fetched_at);
-        let status = match &crawl.outcome {
-            CrawlOutcome::Failed { .. } => {
-                return Ok(ApplyStats {
-                    skipped: true,
-                    ..Default::default()
-                })
-            }
-            CrawlOutcome::Html { .. } | CrawlOutcome::NotHtml => 200,
-            CrawlOutcome::Redirect { status, .. } | CrawlOutcome::Gone { status } => *status,
+        let mut stats = ApplyStats::default();
+        let Some(status) = crawl_status(crawl) else {
+            stats.skipped = true;
+            return Ok(stats);
         };
         let previous = self.page_state(&crawl.url)?;
         self.pending_pages += 1;
-        let mut stats = ApplyStats::default();
-        let found = found_links(crawl);
-
-        if let Some(prev) = previous {
-            if crawl.fetched_at == prev.last_fetch {
+        let order = crawl_order(previous, crawl.fetched_at);
+        let day = day_of(crawl.fetched_at);
+        let changes = match order {
+            CrawlOrder::Same => {
                 stats.skipped = true;
                 return Ok(stats);
             }
-            if crawl.fetched_at < prev.last_fetch {
-                self.apply_older_crawl(&crawl.url, day, &found)?;
-                if crawl.fetched_at < prev.first_fetch {
-                    self.pages.insert(
-                        crawl.url.clone(),
-                        PageState {
-                            first_fetch: crawl.fetched_at,
-                            ..prev
-                        },
-                    );
-                }
-                return Ok(stats);
+            CrawlOrder::Older => {
+                let source_flow = self.url_metrics(&crawl.url)?.flow;
+                let existing = self.load_links(&crawl.url, source_flow)?;
+                older_crawl(crawl, &existing)
             }
-        } else {
-            self.ref_url(&crawl.url, 1)?;
-            let mut delta = Counters {
-                crawled_urls: 1,
-                ..Default::default()
-            };
-            delta.last_crawl_day = i64::from(day);
-            self.add_counters_for_url(&crawl.url, &delta, true);
-        }
-        if previous.is_some() {
-            let delta = Counters {
-                last_crawl_day: i64::from(day),
-                ..Default::default()
-            };
-            self.add_counters_for_url(&crawl.url, &delta, true);
-        }
-
-        let source = self.url_metrics(&crawl.url)?;
-        let source_flow = source.flow;
-        let existing = self.load_links(&crawl.url, source_flow)?;
-        let page_out = page_outlinks(&crawl.url, &found);
-        let lost_reason = match &crawl.outcome {
-            CrawlOutcome::Gone { status: 410 } => LostReason::PageGone,
-            CrawlOutcome::Gone { .. } => LostReason::PageNotFound,
-            CrawlOutcome::Redirect { .. } => LostReason::PageRedirected,
-            CrawlOutcome::NotHtml => LostReason::NotHtml,
-            _ => LostReason::LinkRemoved,
+            CrawlOrder::First | CrawlOrder::Newer => {
+                let mut delta = Counters {
+                    last_crawl_day: i64::from(day),
+                    ..Default::default()
+                };
+                if order == CrawlOrder::First {
+                    self.ref_url(&crawl.url, 1)?;
+                    delta.crawled_urls = 1;
+                }
+                self.add_counters_for_url(&crawl.url, &delta, true);
+                let source = self.url_metrics(&crawl.url)?;
+                let existing = self.load_links(&crawl.url, source.flow)?;
+                let mut flows = std::mem::take(&mut self.flows);
+                let changes = newer_crawl(
+                    crawl,
+                    &existing,
+                    &source,
+                    &mut |url| url_metrics(self.store, &mut flows, url),
+                    &mut stats,
+                );
+                self.flows = flows;
+                changes?
+            }
         };
-        let mut changes: Vec<(Option<LinkRecord>, LinkRecord)> = Vec::new();
-        for (target, rec) in &existing {
-            if !found.contains_key(target) && !rec.is_deleted() {
-                let mut new = rec.clone();
-                new.set_flag(flags::DELETED, true);
-                new.date_lost = day;
-                new.lost_reason = lost_reason;
-                new.source_out = page_out;
-                stats.links_deleted += 1;
-                changes.push((Some(rec.clone()), new));
-            }
-        }
-        for (target, link) in &found {
-            let old = existing.get(target);
-            let mut new = match old {
-                Some(old) => {
-                    stats.links_seen_again += 1;
-                    let mut r = old.clone();
-                    r.set_flag(flags::DELETED, false);
-                    r.date_lost = 0;
-                    r.lost_reason = LostReason::None;
-                    r
-                }
-                None => {
-                    stats.links_new += 1;
-                    LinkRecord {
-                        source_url: crawl.url.clone(),
-                        target_url: link.target.clone(),
-                        first_seen: day,
-                        ..Default::default()
-                    }
-                }
-            };
-            describe(&mut new, link, crawl.ip);
-            new.source_flow = source_flow;
-            new.source_topics = top(&source.topics, SOURCE_TOPICS);
-            let target = self.url_metrics(&link.target)?;
-            new.target_flow = target.flow;
-            new.target_topics = top(&target.topics, TARGET_TOPICS);
-            new.source_out = page_out;
-            if let CrawlOutcome::Redirect { status, .. } = crawl.outcome {
-                new.redirect_status = status;
-            }
-            new.last_seen = new.last_seen.max(day);
-            new.history.insert(day);
-            if old.is_none() {
-                self.ref_url(&link.target, 1)?;
-            }
-            changes.push((old.cloned(), new));
-        }
         for (old, new) in changes {
+            if old.is_none() {
+                self.ref_url(&new.target_url, 1)?;
+            }
             self.change_link(old.as_ref(), new)?;
         }
-        let state = PageState {
-            first_fetch: previous.map_or(crawl.fetched_at, |p| p.first_fetch),
-            last_fetch: crawl.fetched_at,
-            last_status: status,
-        };
-        self.pages.insert(crawl.url.clone(), state);
+        self.pages
+            .insert(crawl.url.clone(), next_state(previous, crawl, status));
         Ok(stats)
-    }
-
-    /// An older crawl than the one applied: add its day to the history of links it shows
-    /// and move their discovery date earlier if needed. Nothing else changes.
-    fn apply_older_crawl(
-        &mut self,
-        url: &str,
-        day: u32,
-        found: &BTreeMap<String, OutLink>,
-    ) -> Result<()> {
-        let source_flow = self.url_metrics(url)?.flow;
-        let existing = self.load_links(url, source_flow)?;
-        for target in found.keys() {
-            if let Some(old) = existing.get(target) {
-                if old.history.contains(day) && old.first_seen <= day {
-                    continue;
-                }
-                let mut new = old.clone();
-                new.history.insert(day);
-                new.first_seen = new.first_seen.min(day);
-                self.change_link(Some(old), new)?;
-            }
-        }
-        Ok(())
     }
 
     fn page_state(&mut self, url: &str) -> Result<Option<PageState>> {
@@ -322,21 +235,7 @@ impl<'a> Writer<'a> {
 
     /// Trust and Citation Flow of a URL from the serving flow build (0 before any).
     fn url_metrics(&mut self, url: &str) -> Result<UrlMetrics> {
-        if let Some(f) = self.flows.get(url) {
-            return Ok(f.clone());
-        }
-        let f = self
-            .store
-            .metrics(&Item::url(url))?
-            .map_or(UrlMetrics::default(), |m| UrlMetrics {
-                flow: FlowPair {
-                    trust_flow: m.trust_flow,
-                    citation_flow: m.citation_flow,
-                },
-                topics: m.topics,
-            });
-        self.flows.insert(url.to_string(), f.clone());
-        Ok(f)
+        url_metrics(self.store, &mut self.flows, url)
     }
 
     /// The page's current link set (overlay first, then the store). Stored records carry
@@ -429,133 +328,97 @@ impl<'a> Writer<'a> {
     /// counter and aggregate. Minima and maxima only move on additions: dates of first
     /// and last sight never go back.
     fn contribute(&mut self, rec: &LinkRecord, sign: i64) -> Result<()> {
-        let source_domain = domain_of_url(&rec.source_url).to_string();
-        let target_domain = domain_of_url(&rec.target_url).to_string();
-        let live = !rec.is_deleted();
+        let mut list = std::mem::take(&mut self.contributions);
+        contributions(rec, sign, &self.store.hasher, self.generation, &mut list);
+        let result = list.drain(..).try_for_each(|c| self.apply_contribution(c));
+        self.contributions = list;
+        result
+    }
 
-        if live {
-            for item in Item::levels_of_url(&rec.source_url) {
-                let key = self.store.hasher.item_key(&item);
-                let mut delta = Counters::default();
-                if rec.is_internal() {
-                    delta.out_links_internal = sign;
-                } else {
-                    delta.out_links_external = sign;
-                    delta.out_domains_external =
-                        self.bump_distinct(&key, DistinctKind::OutDomain, &target_domain, sign)?;
+    /// Applies one contribution to the rows it touches, deriving the distinct and
+    /// referring-domain counters from the rows' values before and after.
+    fn apply_contribution(&mut self, c: Contribution) -> Result<()> {
+        match c {
+            Contribution::Counters { item_key, delta } => self.add_counters(item_key, &delta),
+            Contribution::Distinct {
+                item_key,
+                kind,
+                member,
+                sign,
+            } => {
+                let moved = self.bump_distinct(&item_key, kind, &member, sign)?;
+                if moved != 0 {
+                    match distinct_counters(kind, moved) {
+                        Some(delta) => self.add_counters(item_key, &delta),
+                        None => {
+                            let text = anchor_of_member(&member);
+                            self.anchor_row(&item_key, text)?.ref_domains += moved;
+                        }
+                    }
                 }
-                self.add_counters(key, &delta);
             }
-            let index_delta = Counters {
-                out_links_internal: sign * i64::from(rec.is_internal()),
-                out_links_external: sign * i64::from(!rec.is_internal()),
-                ..Default::default()
-            };
-            let index_key = self.store.hasher.item_key(&Item::index());
-            self.add_counters(index_key, &index_delta);
-        }
-        if rec.is_internal() {
-            return Ok(());
-        }
-
-        let link = link_key(&rec.source_url, &rec.target_url);
-        let encoded = (sign > 0).then(|| rec.encode());
-        let (edu, gov) = edu_gov(&source_domain);
-        let mut delta = Counters {
-            ext_backlinks: sign,
-            deleted_links: sign * i64::from(rec.is_deleted()),
-            nofollow_links: sign * i64::from(rec.is_nofollow()),
-            redirect_links: sign * i64::from(rec.kind == LinkKind::Redirect),
-            image_links: sign * i64::from(rec.kind == LinkKind::Image),
-            frame_links: sign * i64::from(rec.kind == LinkKind::Frame),
-            text_links: sign * i64::from(rec.kind == LinkKind::Text),
-            https_links: sign * i64::from(rec.source_url.starts_with("https:")),
-            edu_links: sign * i64::from(edu),
-            gov_links: sign * i64::from(gov),
-            ..Default::default()
-        };
-        if sign > 0 {
-            delta.first_link_day = i64::from(rec.first_seen);
-            delta.last_link_day = i64::from(rec.last_seen);
-        }
-        let index_key = self.store.hasher.item_key(&Item::index());
-        self.add_counters(index_key, &delta);
-
-        for item in Item::levels_of_url(&rec.target_url) {
-            let hash = self.store.hasher.hash(item.level, &item.name);
-            let key = backlink_key(self.generation, hash, rec.source_flow.trust_flow, &link);
-            match &encoded {
-                Some(v) => self.batch.put(CF_BACKLINKS, key, v.as_slice()),
+            Contribution::RefDomain {
+                item_key,
+                domain,
+                sign,
+                deleted,
+                nofollow,
+                first_seen,
+                last_seen,
+            } => {
+                let rd = self.refdomain_row(&item_key, &domain)?;
+                let before = (rd.links > 0, rd.live_links() > 0);
+                rd.links += sign;
+                rd.deleted_links += deleted;
+                rd.nofollow_links += nofollow;
+                rd.first_seen = min_nonzero(rd.first_seen, first_seen);
+                rd.last_seen = rd.last_seen.max(last_seen);
+                let after = (rd.links > 0, rd.live_links() > 0);
+                let any = i64::from(after.0) - i64::from(before.0);
+                let live = i64::from(after.1) - i64::from(before.1);
+                if any != 0 || live != 0 {
+                    self.add_counters(item_key, &ref_domain_counters(&domain, any, live));
+                }
+            }
+            Contribution::Anchor {
+                item_key,
+                text,
+                sign,
+                deleted,
+                nofollow,
+            } => {
+                let an = self.anchor_row(&item_key, &text)?;
+                an.links += sign;
+                an.deleted_links += deleted;
+                an.nofollow_links += nofollow;
+            }
+            Contribution::Timeline {
+                item_key,
+                day,
+                delta,
+            } => self.add_timeline(&item_key, day, delta),
+            Contribution::Backlink { key, record } => match record {
+                Some(v) => self.batch.put(CF_BACKLINKS, key, v),
                 None => self.batch.delete(CF_BACKLINKS, key),
-            }
-            let item_key = self.store.hasher.item_key(&item);
-            let mut d = delta;
-
-            // Referring domain row; distinct counts move when a row appears or empties.
-            let rd = self.refdomain_row(&item_key, &source_domain)?;
-            let before = (rd.links > 0, rd.live_links() > 0);
-            rd.links += sign;
-            rd.deleted_links += d.deleted_links;
-            rd.nofollow_links += d.nofollow_links;
-            if sign > 0 {
-                rd.first_seen = min_nonzero(rd.first_seen, rec.first_seen);
-                rd.last_seen = rd.last_seen.max(rec.last_seen);
-            }
-            let after = (rd.links > 0, rd.live_links() > 0);
-            d.ref_domains = i64::from(after.0) - i64::from(before.0);
-            d.ref_domains_live = i64::from(after.1) - i64::from(before.1);
-            d.ref_domains_edu = d.ref_domains * i64::from(edu);
-            d.ref_domains_gov = d.ref_domains * i64::from(gov);
-
-            if let Some(ip) = rec.source_ip {
-                d.ref_ips =
-                    self.bump_distinct(&item_key, DistinctKind::RefIp, &ip.to_string(), sign)?;
-                d.ref_subnets =
-                    self.bump_distinct(&item_key, DistinctKind::RefSubnet, &subnet(ip), sign)?;
-            }
-
-            let anchor_domain = format!("{}\u{1}{}", rec.anchor_text, source_domain);
-            let anchor_domains =
-                self.bump_distinct(&item_key, DistinctKind::AnchorDomain, &anchor_domain, sign)?;
-            let an_key = member_key(&item_key, &rec.anchor_text);
-            let an = tracked(
-                &mut self.anchors,
-                self.store,
-                CF_ANCHORS,
-                an_key,
-                item_key.len(),
-                AnchorText::decode,
-                || AnchorText {
-                    text: rec.anchor_text.clone(),
-                    ..Default::default()
-                },
-            )?;
-            an.links += sign;
-            an.deleted_links += d.deleted_links;
-            an.nofollow_links += d.nofollow_links;
-            an.ref_domains += anchor_domains;
-
-            self.add_timeline(
-                &item_key,
-                rec.first_seen,
-                TimelineDelta {
-                    found: sign,
-                    lost: 0,
-                },
-            );
-            if rec.is_deleted() {
-                self.add_timeline(
-                    &item_key,
-                    rec.date_lost,
-                    TimelineDelta {
-                        found: 0,
-                        lost: sign,
-                    },
-                );
-            }
-            self.add_counters(item_key, &d);
+            },
         }
         Ok(())
+    }
+
+    /// The anchor-text row of `text` for an item, loaded or started empty.
+    fn anchor_row(&mut self, item_key: &[u8], text: &str) -> Result<&mut AnchorText> {
+        tracked(
+            &mut self.anchors,
+            self.store,
+            CF_ANCHORS,
+            member_key(item_key, text),
+            item_key.len(),
+            AnchorText::decode,
+            || AnchorText {
+                text: text.to_string(),
+                ..Default::default()
+            },
+        )
     }
 
     fn add_timeline(&mut self, item_key: &[u8], day: u32, d: TimelineDelta) {
@@ -824,35 +687,6 @@ fn write_ranked<T>(
     }
 }
 
-/// Flow metrics and topics of a URL as of the serving flow build.
-#[derive(Debug, Clone, Default)]
-struct UrlMetrics {
-    flow: FlowPair,
-    topics: Vec<(String, u8)>,
-}
-
-fn top(topics: &[(String, u8)], n: usize) -> Vec<(String, u8)> {
-    topics.iter().take(n).cloned().collect()
-}
-
-/// Live out-links of a page as one crawl shows them.
-fn page_outlinks(page: &str, found: &BTreeMap<String, OutLink>) -> SourceOutlinks {
-    let own = domain_of_url(page);
-    let mut out = SourceOutlinks::default();
-    let mut domains = HashSet::new();
-    for target in found.keys() {
-        let d = domain_of_url(target);
-        if d == own {
-            out.internal += 1;
-        } else {
-            out.external += 1;
-            domains.insert(d);
-        }
-    }
-    out.external_domains = domains.len() as u32;
-    out
-}
-
 /// True when `new` differs from `old` only by a later LastSeenDate and more history:
 /// every field that feeds a sum, a key or a distinct count is the same.
 fn only_seen_again(old: &LinkRecord, new: &LinkRecord) -> bool {
@@ -866,76 +700,25 @@ fn only_seen_again(old: &LinkRecord, new: &LinkRecord) -> bool {
         && old.last_seen <= new.last_seen
 }
 
-/// The links a crawl shows, one per target (the first occurrence wins); a redirect shows
-/// exactly one, to its `Location`.
-fn found_links(crawl: &PageCrawl) -> BTreeMap<String, OutLink> {
-    let mut found = BTreeMap::new();
-    match &crawl.outcome {
-        CrawlOutcome::Html { links } => {
-            for l in links {
-                found.entry(l.target.clone()).or_insert_with(|| l.clone());
-            }
-        }
-        CrawlOutcome::Redirect { location, .. } => {
-            let link = OutLink {
-                target: location.clone(),
-                kind: LinkKind::Redirect,
-                ..Default::default()
-            };
-            found.insert(location.clone(), link);
-        }
-        _ => {}
+/// Trust and Citation Flow and topics of a URL from the serving flow build (0 before
+/// any), cached in `flows` for the batch.
+fn url_metrics(
+    store: &Store,
+    flows: &mut HashMap<String, UrlMetrics>,
+    url: &str,
+) -> Result<UrlMetrics> {
+    if let Some(f) = flows.get(url) {
+        return Ok(f.clone());
     }
-    found
-}
-
-/// Copies what the latest crawl says about a link into its record.
-fn describe(rec: &mut LinkRecord, link: &OutLink, ip: Option<IpAddr>) {
-    rec.anchor_text = link.anchor_text.clone();
-    rec.alt_text = link.alt_text.clone();
-    rec.kind = link.kind;
-    rec.set_flag(flags::NOFOLLOW, link.nofollow);
-    rec.set_flag(flags::UGC, link.ugc);
-    rec.set_flag(flags::SPONSORED, link.sponsored);
-    rec.set_flag(flags::ALT_TEXT, !link.alt_text.is_empty());
-    rec.set_flag(
-        flags::INTERNAL,
-        domain_of_url(&rec.source_url) == domain_of_url(&rec.target_url),
-    );
-    rec.source_ip = ip.or(rec.source_ip);
-}
-
-fn domain_of_url(url: &str) -> &str {
-    let host = host_of(url);
-    root_domain(host).unwrap_or(host)
-}
-
-fn min_nonzero(a: u32, b: u32) -> u32 {
-    match (a, b) {
-        (0, x) | (x, 0) => x,
-        (a, b) => a.min(b),
-    }
-}
-
-/// Educational and government registrable domains, by their public suffix.
-fn edu_gov(domain: &str) -> (bool, bool) {
-    let suffix = psl::suffix_str(domain).unwrap_or("");
-    let first = suffix.split('.').next().unwrap_or("");
-    let edu = matches!(first, "edu" | "ac") || suffix == "edu";
-    let gov = matches!(first, "gov" | "govt" | "gouv" | "gob" | "mil") || suffix == "gov";
-    (edu, gov)
-}
-
-/// `/24` of an IPv4 address, `/48` of an IPv6 one.
-fn subnet(ip: IpAddr) -> String {
-    match ip {
-        IpAddr::V4(v4) => {
-            let o = v4.octets();
-            format!("{}.{}.{}.0/24", o[0], o[1], o[2])
-        }
-        IpAddr::V6(v6) => {
-            let s = v6.segments();
-            format!("{:x}:{:x}:{:x}::/48", s[0], s[1], s[2])
-        }
-    }
+    let f = store
+        .metrics(&Item::url(url))?
+        .map_or(UrlMetrics::default(), |m| UrlMetrics {
+            flow: FlowPair {
+                trust_flow: m.trust_flow,
+                citation_flow: m.citation_flow,
+            },
+            topics: m.topics,
+        });
+    flows.insert(url.to_string(), f.clone());
+    Ok(f)
 }

@@ -1,0 +1,553 @@
+//! The store's side of a bulk build: rows by table, for a builder that knows no layouts.
+//!
+//! A bulk build fills an empty store without reading it. It replays each page's crawls in
+//! time order ([`PageRows`]), which yields the page's final link records and the `links`
+//! and `pages` rows, plus every record's contributions to the views, encoded as rows of
+//! their tables. The builder sorts those rows by (table, key) and hands each group of
+//! equal keys to a [`Reducer`], which emits the final row and the rows it feeds in later
+//! tables (a distinct member feeds its item's counters, a referring domain its ranked
+//! copy). Tables are reduced in [`Table::stage`] order, so every row a table receives
+//! exists before it is reduced. Finished rows go into SST files ([`TableFileWriter`])
+//! that [`Store::ingest_table_files`](crate::Store::ingest_table_files) adds.
+//!
+//! Every key starts with a 64-bit hash (of the page, the URL or the item), and a row a
+//! reduction feeds in a later table (other than `counters` fed by `urls`) starts with the
+//! same hash as the row that feeds it: a builder that partitions rows by ranges of their
+//! first 8 bytes reduces every group in one partition and writes SST files whose key
+//! ranges never overlap.
+
+use crate::aggregate::{accumulate, AnchorText, Counters, RefDomain, TimelineDelta};
+use crate::codec::{put_ivarint, Reader};
+use crate::crawl::{crawl_order, crawl_status, newer_crawl, next_state, CrawlOrder, UrlMetrics};
+use crate::error::{Error, Result};
+use crate::item::Item;
+use crate::keys::{
+    distinct_key, link_key, member_key, ranked_key, timeline_key, url_hash, url_key, url_of_key,
+    DistinctKind, ItemHasher,
+};
+use crate::page::{day_of, PageCrawl, PageState};
+use crate::record::LinkRecord;
+use crate::store::cf_options;
+use crate::views::{
+    anchor_of_member, contributions, distinct_counters, min_nonzero, ref_domain_counters,
+    Contribution,
+};
+use crate::writer::ApplyStats;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// A column family a bulk build writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Table {
+    Links = 0,
+    Pages = 1,
+    Distinct = 2,
+    RefDomains = 3,
+    Urls = 4,
+    Timeline = 5,
+    Backlinks = 6,
+    Anchors = 7,
+    RefDomainsRanked = 8,
+    AnchorsRanked = 9,
+    Counters = 10,
+}
+
+impl Table {
+    pub const ALL: [Table; 11] = [
+        Table::Links,
+        Table::Pages,
+        Table::Distinct,
+        Table::RefDomains,
+        Table::Urls,
+        Table::Timeline,
+        Table::Backlinks,
+        Table::Anchors,
+        Table::RefDomainsRanked,
+        Table::AnchorsRanked,
+        Table::Counters,
+    ];
+
+    pub fn from_u8(b: u8) -> Option<Table> {
+        Table::ALL.get(usize::from(b)).copied()
+    }
+
+    pub fn cf_name(self) -> &'static str {
+        use crate::store::*;
+        match self {
+            Table::Links => CF_LINKS,
+            Table::Pages => CF_PAGES,
+            Table::Distinct => CF_DISTINCT,
+            Table::RefDomains => CF_REFDOMAINS,
+            Table::Urls => CF_URLS,
+            Table::Timeline => CF_TIMELINE,
+            Table::Backlinks => CF_BACKLINKS,
+            Table::Anchors => CF_ANCHORS,
+            Table::RefDomainsRanked => CF_REFDOMAINS_RANKED,
+            Table::AnchorsRanked => CF_ANCHORS_RANKED,
+            Table::Counters => CF_COUNTERS,
+        }
+    }
+
+    /// The 64-bit hash a row is partitioned by: the key's first 8 bytes (a page, URL or
+    /// item hash), after the generation byte for backlinks.
+    pub fn partition_hash(self, key: &[u8]) -> u64 {
+        let start = usize::from(self == Table::Backlinks);
+        let mut h = [0u8; 8];
+        let bytes = key.get(start..).unwrap_or_default();
+        let n = bytes.len().min(8);
+        h[..n].copy_from_slice(&bytes[..n]);
+        u64::from_be_bytes(h)
+    }
+
+    /// When the table's rows are final: 0, as [`PageRows`] emits them; later stages once
+    /// every table of a lower stage is reduced (their reductions feed this one).
+    pub fn stage(self) -> u8 {
+        match self {
+            Table::Links | Table::Pages => 0,
+            Table::Distinct
+            | Table::RefDomains
+            | Table::Urls
+            | Table::Timeline
+            | Table::Backlinks => 1,
+            Table::Anchors | Table::RefDomainsRanked => 2,
+            Table::AnchorsRanked => 3,
+            Table::Counters => 4,
+        }
+    }
+}
+
+/// Receives rows: `(table, key, value)`.
+pub type Emit<'a> = dyn FnMut(Table, Vec<u8>, Vec<u8>) + 'a;
+
+/// What replaying the crawls of pages did, summed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PageReport {
+    /// Crawls applied (first, newer or older than the last applied).
+    pub crawls_applied: u64,
+    /// Crawls at a fetch time already applied, or that said nothing (5xx).
+    pub crawls_skipped: u64,
+    pub pages: u64,
+    pub links: u64,
+    pub stats: ApplyStats,
+}
+
+/// Replays pages' crawls into rows (see the module documentation).
+pub struct PageRows {
+    hasher: ItemHasher,
+    contributions: Vec<Contribution>,
+    pub report: PageReport,
+}
+
+impl PageRows {
+    /// `hash_bits`: as the store was created with ([`Store::hash_bits`](crate::Store::hash_bits)).
+    pub fn new(hash_bits: u8) -> PageRows {
+        PageRows {
+            hasher: ItemHasher::new(hash_bits),
+            contributions: Vec::new(),
+            report: PageReport::default(),
+        }
+    }
+
+    /// Replays every crawl of one page (all of `crawls` have its URL) in fetch-time
+    /// order, as the incremental writer applies them when they arrive in that order, and
+    /// emits the page's rows: its `links` rows in key order, its `pages` row, and the
+    /// contributions of its final records and of the page itself. Crawls at the same
+    /// time are ordered by content (the first applied wins), so the result does not
+    /// depend on the order of the input.
+    pub fn page(&mut self, crawls: &mut [PageCrawl], emit: &mut Emit<'_>) -> Result<()> {
+        crawls.sort_by(|a, b| {
+            a.fetched_at
+                .cmp(&b.fetched_at)
+                .then_with(|| format!("{a:?}").cmp(&format!("{b:?}")))
+        });
+        let Some(url) = crawls.first().map(|c| c.url.clone()) else {
+            return Ok(());
+        };
+        let mut state: Option<PageState> = None;
+        let mut links: BTreeMap<String, LinkRecord> = BTreeMap::new();
+        for crawl in crawls.iter() {
+            let Some(status) = crawl_status(crawl) else {
+                self.report.crawls_skipped += 1;
+                continue;
+            };
+            match crawl_order(state, crawl.fetched_at) {
+                CrawlOrder::Same => {
+                    self.report.crawls_skipped += 1;
+                    continue;
+                }
+                CrawlOrder::Older => unreachable!("crawls are replayed in time order"),
+                CrawlOrder::First | CrawlOrder::Newer => {}
+            }
+            self.report.crawls_applied += 1;
+            let changes = newer_crawl(
+                crawl,
+                &links,
+                &UrlMetrics::default(),
+                &mut |_| Ok(UrlMetrics::default()),
+                &mut self.report.stats,
+            )?;
+            for (_, new) in changes {
+                links.insert(new.target_url.clone(), new);
+            }
+            state = Some(next_state(state, crawl, status));
+        }
+        let Some(state) = state else {
+            return Ok(());
+        };
+        self.report.pages += 1;
+        self.report.links += links.len() as u64;
+
+        let mut records: Vec<LinkRecord> = links.into_values().collect();
+        records.sort_by_key(|r| url_hash(&r.target_url));
+        for rec in &records {
+            emit(
+                Table::Links,
+                link_key(&rec.source_url, &rec.target_url).to_vec(),
+                rec.encode(),
+            );
+        }
+        emit(Table::Pages, url_key(&url), state.encode());
+        emit(Table::Urls, url_key(&url), count(1));
+        let crawled = Counters {
+            crawled_urls: 1,
+            last_crawl_day: i64::from(day_of(state.last_fetch)),
+            ..Default::default()
+        };
+        for key in item_keys_of_url(&self.hasher, &url) {
+            emit(Table::Counters, key, crawled.encode());
+        }
+        for rec in &records {
+            emit(Table::Urls, url_key(&rec.target_url), count(1));
+            self.contributions.clear();
+            contributions(rec, 1, &self.hasher, 0, &mut self.contributions);
+            for c in self.contributions.drain(..) {
+                let (table, key, value) = encode_contribution(c);
+                emit(table, key, value);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Keys of the three items of a URL and of the whole index.
+fn item_keys_of_url<'h>(hasher: &'h ItemHasher, url: &str) -> impl Iterator<Item = Vec<u8>> + 'h {
+    Item::levels_of_url(url)
+        .into_iter()
+        .chain([Item::index()])
+        .map(|i| hasher.item_key(&i))
+}
+
+fn count(n: i64) -> Vec<u8> {
+    let mut v = Vec::with_capacity(2);
+    put_ivarint(&mut v, n);
+    v
+}
+
+fn encode_contribution(c: Contribution) -> (Table, Vec<u8>, Vec<u8>) {
+    match c {
+        Contribution::Counters { item_key, delta } => (Table::Counters, item_key, delta.encode()),
+        Contribution::Distinct {
+            item_key,
+            kind,
+            member,
+            sign,
+        } => (
+            Table::Distinct,
+            distinct_key(&item_key, kind, &member),
+            count(sign),
+        ),
+        Contribution::RefDomain {
+            item_key,
+            domain,
+            sign,
+            deleted,
+            nofollow,
+            first_seen,
+            last_seen,
+        } => {
+            let key = member_key(&item_key, &domain);
+            let row = RefDomain {
+                domain,
+                links: sign,
+                deleted_links: deleted,
+                nofollow_links: nofollow,
+                first_seen,
+                last_seen,
+            };
+            (Table::RefDomains, key, row.encode())
+        }
+        Contribution::Anchor {
+            item_key,
+            text,
+            sign,
+            deleted,
+            nofollow,
+        } => {
+            let key = member_key(&item_key, &text);
+            let row = AnchorText {
+                text,
+                ref_domains: 0,
+                links: sign,
+                deleted_links: deleted,
+                nofollow_links: nofollow,
+            };
+            (Table::Anchors, key, row.encode())
+        }
+        Contribution::Timeline {
+            item_key,
+            day,
+            delta,
+        } => (
+            Table::Timeline,
+            timeline_key(&item_key, day),
+            delta.encode(),
+        ),
+        Contribution::Backlink { key, record } => (
+            Table::Backlinks,
+            key.to_vec(),
+            record.expect("bulk builds only add records"),
+        ),
+    }
+}
+
+/// Length of the `item_key` that starts an aggregate or distinct key: `hash (8) | level |
+/// name | 0x00`, names holding no NUL.
+fn item_key_len(key: &[u8], cf: &'static str) -> Result<usize> {
+    key.get(9..)
+        .and_then(|rest| rest.iter().position(|&b| b == 0))
+        .map(|p| 9 + p + 1)
+        .ok_or_else(|| Error::corrupt(cf, "key does not start with an item key"))
+}
+
+/// Reduces groups of equal keys into final rows (see the module documentation).
+pub struct Reducer {
+    hasher: ItemHasher,
+}
+
+impl Reducer {
+    pub fn new(hash_bits: u8) -> Reducer {
+        Reducer {
+            hasher: ItemHasher::new(hash_bits),
+        }
+    }
+
+    /// Reduces every value of one key of `table` into its final row, emitted with the
+    /// same table, and emits the rows it feeds in tables of later stages.
+    pub fn reduce(
+        &mut self,
+        table: Table,
+        key: &[u8],
+        values: &mut dyn Iterator<Item = &[u8]>,
+        emit: &mut Emit<'_>,
+    ) -> Result<()> {
+        let cf = table.cf_name();
+        match table {
+            Table::Links
+            | Table::Pages
+            | Table::Backlinks
+            | Table::RefDomainsRanked
+            | Table::AnchorsRanked => {
+                // One row per key; a second one is a 64-bit hash collision of two links
+                // (the incremental writer keeps one too).
+                if let Some(v) = values.next() {
+                    emit(table, key.to_vec(), v.to_vec());
+                }
+            }
+            Table::Distinct => {
+                let n = sum_counts(values, cf)?;
+                if n <= 0 {
+                    return Ok(());
+                }
+                emit(table, key.to_vec(), count(n));
+                let at = item_key_len(key, cf)?;
+                let item_key = &key[..at];
+                let kind = match key.get(at) {
+                    Some(1) => DistinctKind::RefIp,
+                    Some(2) => DistinctKind::RefSubnet,
+                    Some(3) => DistinctKind::AnchorDomain,
+                    Some(4) => DistinctKind::OutDomain,
+                    _ => return Err(Error::corrupt(cf, "unknown distinct kind")),
+                };
+                match distinct_counters(kind, 1) {
+                    Some(delta) => emit(Table::Counters, item_key.to_vec(), delta.encode()),
+                    None => {
+                        let member = std::str::from_utf8(&key[at + 1..key.len() - 1])
+                            .map_err(|_| Error::corrupt(cf, "member is not UTF-8"))?;
+                        let text = anchor_of_member(member);
+                        let row = AnchorText {
+                            text: text.to_string(),
+                            ref_domains: 1,
+                            ..Default::default()
+                        };
+                        emit(Table::Anchors, member_key(item_key, text), row.encode());
+                    }
+                }
+            }
+            Table::RefDomains => {
+                let mut acc: Option<RefDomain> = None;
+                for v in values {
+                    let d = RefDomain::decode(v)?;
+                    match &mut acc {
+                        None => acc = Some(d),
+                        Some(a) => {
+                            a.links += d.links;
+                            a.deleted_links += d.deleted_links;
+                            a.nofollow_links += d.nofollow_links;
+                            a.first_seen = min_nonzero(a.first_seen, d.first_seen);
+                            a.last_seen = a.last_seen.max(d.last_seen);
+                        }
+                    }
+                }
+                let Some(row) = acc.filter(|r| r.links > 0) else {
+                    return Ok(());
+                };
+                let item_key = &key[..item_key_len(key, cf)?];
+                let value = row.encode();
+                emit(
+                    Table::RefDomainsRanked,
+                    ranked_key(item_key, &row.rank(), &row.domain),
+                    value.clone(),
+                );
+                let live = i64::from(row.live_links() > 0);
+                let delta = ref_domain_counters(&row.domain, 1, live);
+                emit(Table::Counters, item_key.to_vec(), delta.encode());
+                emit(table, key.to_vec(), value);
+            }
+            Table::Anchors => {
+                let mut acc: Option<AnchorText> = None;
+                for v in values {
+                    let a = AnchorText::decode(v)?;
+                    match &mut acc {
+                        None => acc = Some(a),
+                        Some(s) => {
+                            s.ref_domains += a.ref_domains;
+                            s.links += a.links;
+                            s.deleted_links += a.deleted_links;
+                            s.nofollow_links += a.nofollow_links;
+                        }
+                    }
+                }
+                let Some(row) = acc.filter(|r| r.links > 0) else {
+                    return Ok(());
+                };
+                let item_key = &key[..item_key_len(key, cf)?];
+                let value = row.encode();
+                emit(
+                    Table::AnchorsRanked,
+                    ranked_key(item_key, &row.rank(), &row.text),
+                    value.clone(),
+                );
+                emit(table, key.to_vec(), value);
+            }
+            Table::Urls => {
+                let n = sum_counts(values, cf)?;
+                if n <= 0 {
+                    return Ok(());
+                }
+                emit(table, key.to_vec(), count(n));
+                let url = url_of_key(key)?;
+                let delta = Counters {
+                    indexed_urls: 1,
+                    ..Default::default()
+                }
+                .encode();
+                for item_key in item_keys_of_url(&self.hasher, &url) {
+                    emit(Table::Counters, item_key, delta.clone());
+                }
+            }
+            Table::Timeline => {
+                let mut acc = TimelineDelta::default();
+                for v in values {
+                    let d = TimelineDelta::decode(v)?;
+                    acc.found += d.found;
+                    acc.lost += d.lost;
+                }
+                if acc.found != 0 || acc.lost != 0 {
+                    emit(table, key.to_vec(), acc.encode());
+                }
+            }
+            Table::Counters => {
+                let mut acc = Counters::default();
+                for v in values {
+                    accumulate(&mut acc, &Counters::decode(v)?);
+                }
+                emit(table, key.to_vec(), acc.encode());
+            }
+        }
+        Ok(())
+    }
+}
+
+fn sum_counts(values: &mut dyn Iterator<Item = &[u8]>, cf: &'static str) -> Result<i64> {
+    let mut n = 0i64;
+    for v in values {
+        n += Reader::new(v, cf).ivarint()?;
+    }
+    Ok(n)
+}
+
+/// Table options made once per table: an SST file is written with the options of the
+/// column family it will be added to.
+fn table_options(table: Table) -> &'static rocksdb::Options {
+    static OPTIONS: OnceLock<Vec<rocksdb::Options>> = OnceLock::new();
+    &OPTIONS.get_or_init(|| {
+        Table::ALL
+            .iter()
+            .map(|t| cf_options(t.cf_name(), None))
+            .collect()
+    })[table as usize]
+}
+
+/// Writes one SST file of a table from rows in strictly increasing key order.
+pub struct TableFileWriter {
+    inner: rocksdb::SstFileWriter<'static>,
+    path: PathBuf,
+    rows: u64,
+    last_key: Vec<u8>,
+}
+
+impl TableFileWriter {
+    pub fn create(table: Table, path: &Path) -> Result<TableFileWriter> {
+        let inner = rocksdb::SstFileWriter::create(table_options(table));
+        inner.open(path)?;
+        Ok(TableFileWriter {
+            inner,
+            path: path.to_path_buf(),
+            rows: 0,
+            last_key: Vec::new(),
+        })
+    }
+
+    /// Adds a row; a key not above the previous one is skipped (a 64-bit hash collision
+    /// between two pages' links) and reported as `false`.
+    pub fn put(&mut self, key: &[u8], value: &[u8]) -> Result<bool> {
+        if self.rows > 0 && key <= self.last_key.as_slice() {
+            return Ok(false);
+        }
+        self.inner.put(key, value)?;
+        self.last_key.clear();
+        self.last_key.extend_from_slice(key);
+        self.rows += 1;
+        Ok(true)
+    }
+
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    pub fn file_size(&self) -> u64 {
+        self.inner.file_size()
+    }
+
+    /// Finishes the file; `None` (and no file) when it holds no row.
+    pub fn finish(mut self) -> Result<Option<PathBuf>> {
+        if self.rows == 0 {
+            drop(self.inner);
+            let _ = std::fs::remove_file(&self.path);
+            return Ok(None);
+        }
+        self.inner.finish()?;
+        Ok(Some(self.path))
+    }
+}

@@ -1,0 +1,261 @@
+//! One link record's share of every view, as a list of typed contributions.
+//!
+//! Both write paths consume the same list: the incremental [`Writer`](crate::Writer)
+//! applies each contribution to the rows it reads (and derives distinct and
+//! referring-domain counters from their before/after values); the bulk builder encodes
+//! them as rows ([`crate::build`]), sorts them and reduces equal keys. Keeping one source
+//! of contributions is what makes the two paths give the same views.
+
+use crate::aggregate::{Counters, TimelineDelta};
+use crate::item::{host_of, root_domain, Item};
+use crate::keys::{backlink_key, link_key, DistinctKind, ItemHasher};
+use crate::record::{LinkKind, LinkRecord};
+use std::net::IpAddr;
+
+/// A change to one row of one view, caused by adding (`sign` = 1) or removing (`sign` =
+/// -1) one link record.
+#[derive(Debug, Clone)]
+pub(crate) enum Contribution {
+    /// A delta of an item's counters (sums, and minima and maxima on additions).
+    Counters { item_key: Vec<u8>, delta: Counters },
+    /// A reference to a distinct member; the counter it feeds moves when the member's
+    /// count goes 0 → 1 or 1 → 0.
+    Distinct {
+        item_key: Vec<u8>,
+        kind: DistinctKind,
+        member: String,
+        sign: i64,
+    },
+    /// A backlink's share of its referring-domain row. `first_seen`/`last_seen` are 0 on
+    /// removals (dates never move back).
+    RefDomain {
+        item_key: Vec<u8>,
+        domain: String,
+        sign: i64,
+        deleted: i64,
+        nofollow: i64,
+        first_seen: u32,
+        last_seen: u32,
+    },
+    /// A backlink's share of its anchor-text row (its referring domains come from the
+    /// `AnchorDomain` distinct members).
+    Anchor {
+        item_key: Vec<u8>,
+        text: String,
+        sign: i64,
+        deleted: i64,
+        nofollow: i64,
+    },
+    Timeline {
+        item_key: Vec<u8>,
+        day: u32,
+        delta: TimelineDelta,
+    },
+    /// A backlink row: written on additions, deleted on removals.
+    Backlink {
+        key: [u8; 26],
+        record: Option<Vec<u8>>,
+    },
+}
+
+/// Every contribution of `rec` with `sign`, in a fixed order.
+pub(crate) fn contributions(
+    rec: &LinkRecord,
+    sign: i64,
+    hasher: &ItemHasher,
+    generation: u8,
+    out: &mut Vec<Contribution>,
+) {
+    let source_domain = domain_of_url(&rec.source_url);
+    let target_domain = domain_of_url(&rec.target_url);
+    let index_key = hasher.item_key(&Item::index());
+
+    if !rec.is_deleted() {
+        for item in Item::levels_of_url(&rec.source_url) {
+            let item_key = hasher.item_key(&item);
+            let mut delta = Counters::default();
+            if rec.is_internal() {
+                delta.out_links_internal = sign;
+            } else {
+                delta.out_links_external = sign;
+                out.push(Contribution::Distinct {
+                    item_key: item_key.clone(),
+                    kind: DistinctKind::OutDomain,
+                    member: target_domain.to_string(),
+                    sign,
+                });
+            }
+            out.push(Contribution::Counters { item_key, delta });
+        }
+        let delta = Counters {
+            out_links_internal: sign * i64::from(rec.is_internal()),
+            out_links_external: sign * i64::from(!rec.is_internal()),
+            ..Default::default()
+        };
+        out.push(Contribution::Counters {
+            item_key: index_key.clone(),
+            delta,
+        });
+    }
+    if rec.is_internal() {
+        return;
+    }
+
+    let link = link_key(&rec.source_url, &rec.target_url);
+    let encoded = (sign > 0).then(|| rec.encode());
+    let (edu, gov) = edu_gov(source_domain);
+    let mut delta = Counters {
+        ext_backlinks: sign,
+        deleted_links: sign * i64::from(rec.is_deleted()),
+        nofollow_links: sign * i64::from(rec.is_nofollow()),
+        redirect_links: sign * i64::from(rec.kind == LinkKind::Redirect),
+        image_links: sign * i64::from(rec.kind == LinkKind::Image),
+        frame_links: sign * i64::from(rec.kind == LinkKind::Frame),
+        text_links: sign * i64::from(rec.kind == LinkKind::Text),
+        https_links: sign * i64::from(rec.source_url.starts_with("https:")),
+        edu_links: sign * i64::from(edu),
+        gov_links: sign * i64::from(gov),
+        ..Default::default()
+    };
+    if sign > 0 {
+        delta.first_link_day = i64::from(rec.first_seen);
+        delta.last_link_day = i64::from(rec.last_seen);
+    }
+    out.push(Contribution::Counters {
+        item_key: index_key,
+        delta,
+    });
+
+    let anchor_domain = format!("{}\u{1}{}", rec.anchor_text, source_domain);
+    for item in Item::levels_of_url(&rec.target_url) {
+        let hash = hasher.hash(item.level, &item.name);
+        out.push(Contribution::Backlink {
+            key: backlink_key(generation, hash, rec.source_flow.trust_flow, &link),
+            record: encoded.clone(),
+        });
+        let item_key = hasher.item_key(&item);
+        out.push(Contribution::RefDomain {
+            item_key: item_key.clone(),
+            domain: source_domain.to_string(),
+            sign,
+            deleted: delta.deleted_links,
+            nofollow: delta.nofollow_links,
+            first_seen: if sign > 0 { rec.first_seen } else { 0 },
+            last_seen: if sign > 0 { rec.last_seen } else { 0 },
+        });
+        if let Some(ip) = rec.source_ip {
+            out.push(Contribution::Distinct {
+                item_key: item_key.clone(),
+                kind: DistinctKind::RefIp,
+                member: ip.to_string(),
+                sign,
+            });
+            out.push(Contribution::Distinct {
+                item_key: item_key.clone(),
+                kind: DistinctKind::RefSubnet,
+                member: subnet(ip),
+                sign,
+            });
+        }
+        out.push(Contribution::Distinct {
+            item_key: item_key.clone(),
+            kind: DistinctKind::AnchorDomain,
+            member: anchor_domain.clone(),
+            sign,
+        });
+        out.push(Contribution::Anchor {
+            item_key: item_key.clone(),
+            text: rec.anchor_text.clone(),
+            sign,
+            deleted: delta.deleted_links,
+            nofollow: delta.nofollow_links,
+        });
+        out.push(Contribution::Timeline {
+            item_key: item_key.clone(),
+            day: rec.first_seen,
+            delta: TimelineDelta {
+                found: sign,
+                lost: 0,
+            },
+        });
+        if rec.is_deleted() {
+            out.push(Contribution::Timeline {
+                item_key: item_key.clone(),
+                day: rec.date_lost,
+                delta: TimelineDelta {
+                    found: 0,
+                    lost: sign,
+                },
+            });
+        }
+        out.push(Contribution::Counters { item_key, delta });
+    }
+}
+
+/// The counters a distinct member feeds when it appears (`moved` = 1) or disappears
+/// (-1). `AnchorDomain` members feed their anchor row instead (`None` here).
+pub(crate) fn distinct_counters(kind: DistinctKind, moved: i64) -> Option<Counters> {
+    let mut c = Counters::default();
+    match kind {
+        DistinctKind::RefIp => c.ref_ips = moved,
+        DistinctKind::RefSubnet => c.ref_subnets = moved,
+        DistinctKind::OutDomain => c.out_domains_external = moved,
+        DistinctKind::AnchorDomain => return None,
+    }
+    Some(c)
+}
+
+/// The counters a referring-domain row feeds when it appears or empties (`any`) and
+/// when its live links appear or end (`live`): each -1, 0 or 1.
+pub(crate) fn ref_domain_counters(domain: &str, any: i64, live: i64) -> Counters {
+    let (edu, gov) = edu_gov(domain);
+    Counters {
+        ref_domains: any,
+        ref_domains_live: live,
+        ref_domains_edu: any * i64::from(edu),
+        ref_domains_gov: any * i64::from(gov),
+        ..Default::default()
+    }
+}
+
+/// The anchor text of an `AnchorDomain` member (`anchor \x01 domain`; domains never hold
+/// `\x01`, anchors may).
+pub(crate) fn anchor_of_member(member: &str) -> &str {
+    member.rsplit_once('\u{1}').map_or(member, |(a, _)| a)
+}
+
+/// The smaller of two day numbers, where 0 means "none".
+pub(crate) fn min_nonzero(a: u32, b: u32) -> u32 {
+    match (a, b) {
+        (0, x) | (x, 0) => x,
+        (a, b) => a.min(b),
+    }
+}
+
+pub(crate) fn domain_of_url(url: &str) -> &str {
+    let host = host_of(url);
+    root_domain(host).unwrap_or(host)
+}
+
+/// Educational and government registrable domains, by their public suffix.
+fn edu_gov(domain: &str) -> (bool, bool) {
+    let suffix = psl::suffix_str(domain).unwrap_or("");
+    let first = suffix.split('.').next().unwrap_or("");
+    let edu = matches!(first, "edu" | "ac") || suffix == "edu";
+    let gov = matches!(first, "gov" | "govt" | "gouv" | "gob" | "mil") || suffix == "gov";
+    (edu, gov)
+}
+
+/// `/24` of an IPv4 address, `/48` of an IPv6 one.
+fn subnet(ip: IpAddr) -> String {
+    match ip {
+        IpAddr::V4(v4) => {
+            let o = v4.octets();
+            format!("{}.{}.{}.0/24", o[0], o[1], o[2])
+        }
+        IpAddr::V6(v6) => {
+            let s = v6.segments();
+            format!("{:x}:{:x}:{:x}::/48", s[0], s[1], s[2])
+        }
+    }
+}
