@@ -117,6 +117,11 @@ impl Table {
     }
 }
 
+/// The `pages` key of a page (`url_hash | url`): groups a page's crawls in a build.
+pub fn page_key(url: &str) -> Vec<u8> {
+    url_key(url)
+}
+
 /// Receives rows: `(table, key, value)`.
 pub type Emit<'a> = dyn FnMut(Table, Vec<u8>, Vec<u8>) + 'a;
 

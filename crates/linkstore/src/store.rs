@@ -600,6 +600,25 @@ impl Store {
         Ok(())
     }
 
+    /// Visits every row of a table in key order (as published): for tools and tests
+    /// that compare stores row by row.
+    pub fn scan_table(
+        &self,
+        table: crate::build::Table,
+        mut visit: impl FnMut(&[u8], &[u8]),
+    ) -> Result<()> {
+        let mut it = self
+            .db
+            .raw_iterator_cf_opt(self.cf(table.cf_name()), self.view().opts);
+        it.seek_to_first();
+        while let (Some(k), Some(v)) = (it.key(), it.value()) {
+            visit(k, v);
+            it.next();
+        }
+        it.status()?;
+        Ok(())
+    }
+
     /// True when no crawl was ever applied (no page, no link): what a bulk build needs.
     pub fn is_empty(&self) -> Result<bool> {
         for cf in [CF_PAGES, CF_LINKS] {

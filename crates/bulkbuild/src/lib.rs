@@ -1,0 +1,220 @@
+//! Bulk builds: crawl files into a new, fully queryable store without a single
+//! read-modify-write.
+//!
+//! The build is a sort-based pipeline on timely dataflow ([`pipeline`]): crawl files are
+//! read in parallel, crawls are grouped by page and replayed in time order (the same
+//! crawl semantics as the incremental writer, from `linkstore`), every view is computed
+//! by a sorted group-by, and the rows go into SST files that are added to the store at
+//! the end. Sorting spills to disk under a memory budget, so the input is bounded by
+//! disk, not memory. Workers are threads today; the dataflow exchanges rows only by
+//! timely channels, so the same program runs as several processes.
+//!
+//! This crate knows no key or value layout: `linkstore::build` encodes, reduces and
+//! writes rows; this crate moves, sorts and schedules them.
+
+mod error;
+mod pipeline;
+mod progress;
+mod sorter;
+
+pub use error::{Error, Result};
+pub use progress::{Progress, Stage};
+
+use ingest::{FileSummary, IngestOptions};
+use linkstore::build::{PageReport, Table};
+use linkstore::{Store, StoreOptions};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How to build.
+#[derive(Debug, Clone)]
+pub struct BuildOptions {
+    /// Worker threads (default: the machine's cores).
+    pub workers: usize,
+    /// Memory for sorting, all workers together. Each worker runs four sorters (pages,
+    /// two view stages at a time, counters); each gets a quarter of its share.
+    pub memory_bytes: usize,
+    /// Only crawls fetched in this range, as for the incremental ingest.
+    pub read: IngestOptions,
+    pub store: StoreOptions,
+}
+
+impl Default for BuildOptions {
+    fn default() -> Self {
+        BuildOptions {
+            workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            memory_bytes: 2 << 30,
+            read: IngestOptions::default(),
+            store: StoreOptions::default(),
+        }
+    }
+}
+
+/// What a build did.
+#[derive(Debug)]
+pub struct BuildReport {
+    /// Per input file, in the order given.
+    pub files: Vec<FileSummary>,
+    pub pages: PageReport,
+    /// Seconds spent reading, sorting/reducing/writing, and ingesting.
+    pub read_seconds: f64,
+    pub reduce_seconds: f64,
+    pub ingest_seconds: f64,
+    pub sst_files: usize,
+    pub sst_bytes: u64,
+    pub rows: u64,
+}
+
+impl BuildReport {
+    /// Links found in the crawl files (every link of every crawl read).
+    pub fn links_read(&self) -> u64 {
+        self.files.iter().map(|f| f.links_found).sum()
+    }
+
+    pub fn seconds(&self) -> f64 {
+        self.read_seconds + self.reduce_seconds + self.ingest_seconds
+    }
+}
+
+/// Builds a new store at `dest` from `files`. `dest` must not hold a store with crawls
+/// (an empty store is fine). The store is complete when this returns; a build that
+/// fails or is killed leaves a partial store, so callers build into a directory of their
+/// own and rename it into place.
+pub fn build(
+    dest: &Path,
+    files: &[PathBuf],
+    opts: &BuildOptions,
+    on_progress: &(dyn Fn(&Progress) + Sync),
+) -> Result<BuildReport> {
+    let store = Store::open(dest, &opts.store)?;
+    if !store.is_empty()? {
+        return Err(Error::NotEmpty(dest.to_path_buf()));
+    }
+    let scratch = scratch_dir(dest);
+    if scratch.exists() {
+        std::fs::remove_dir_all(&scratch).map_err(|e| Error::io(&scratch, e))?;
+    }
+    std::fs::create_dir_all(&scratch).map_err(|e| Error::io(&scratch, e))?;
+    let result = build_into(&store, &scratch, files, opts, on_progress);
+    let _ = std::fs::remove_dir_all(&scratch);
+    result
+}
+
+/// Sorted runs and SST files live beside the store until ingested (same file system,
+/// so ingest moves them).
+fn scratch_dir(dest: &Path) -> PathBuf {
+    let name = dest
+        .file_name()
+        .map_or_else(|| "store".into(), |n| n.to_string_lossy().into_owned());
+    dest.with_file_name(format!("{name}.bulk-scratch"))
+}
+
+fn build_into(
+    store: &Store,
+    scratch: &Path,
+    files: &[PathBuf],
+    opts: &BuildOptions,
+    on_progress: &(dyn Fn(&Progress) + Sync),
+) -> Result<BuildReport> {
+    let workers = opts.workers.max(1);
+    let progress = Arc::new(progress::Counters::default());
+    let mut bytes_total = 0;
+    for f in files {
+        bytes_total += std::fs::metadata(f).map_err(|e| Error::io(f, e))?.len();
+    }
+    progress.add(&progress.bytes_total, bytes_total);
+    let plan = Arc::new(pipeline::Plan {
+        files: files.to_vec(),
+        read: opts.read.clone(),
+        hash_bits: store.hash_bits(),
+        scratch: scratch.to_path_buf(),
+        sorter_budget: opts.memory_bytes / workers / 4,
+        progress: progress.clone(),
+    });
+
+    let started = Instant::now();
+    let done = AtomicBool::new(false);
+    let read_done_at = std::sync::Mutex::new(None::<f64>);
+    let outputs = std::thread::scope(|s| {
+        s.spawn(|| {
+            while !done.load(Ordering::Relaxed) {
+                let secs = started.elapsed().as_secs_f64();
+                let all_read = progress::Counters::get(&progress.files_read) == files.len() as u64;
+                let stage = if all_read {
+                    read_done_at
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .get_or_insert(secs);
+                    Stage::Reduce
+                } else {
+                    Stage::Read
+                };
+                on_progress(&Progress::of(&progress, stage, secs));
+                std::thread::sleep(Duration::from_millis(500));
+            }
+        });
+        let plan = plan.clone();
+        let run = timely::execute(timely::Config::process(workers), move |worker| {
+            pipeline::run_worker(worker, &plan).map_err(|e| e.to_string())
+        });
+        let outputs = match run {
+            Ok(guards) => guards.join(),
+            Err(e) => vec![Err(e)],
+        };
+        done.store(true, Ordering::Relaxed);
+        outputs
+    });
+    let reduced_at = started.elapsed().as_secs_f64();
+    let read_seconds = read_done_at
+        .into_inner()
+        .unwrap_or_else(|p| p.into_inner())
+        .unwrap_or(reduced_at)
+        .min(reduced_at);
+
+    let mut summaries = Vec::new();
+    let mut pages = PageReport::default();
+    let mut by_table: Vec<Vec<(usize, PathBuf)>> = vec![Vec::new(); Table::ALL.len()];
+    for (w, out) in outputs.into_iter().enumerate() {
+        let out = out.map_err(Error::Worker)?.map_err(Error::Worker)?;
+        summaries.extend(out.summaries);
+        add_report(&mut pages, &out.pages);
+        for (table, path) in out.files {
+            by_table[table as usize].push((w, path));
+        }
+    }
+    summaries.sort_by_key(|(i, _)| *i);
+
+    on_progress(&Progress::of(&progress, Stage::Ingest, reduced_at));
+    let ingest_started = Instant::now();
+    let mut sst_files = 0;
+    for table in Table::ALL {
+        let mut files = std::mem::take(&mut by_table[table as usize]);
+        // Workers own ascending hash ranges: worker order is key order.
+        files.sort();
+        sst_files += files.len();
+        let paths: Vec<PathBuf> = files.into_iter().map(|(_, p)| p).collect();
+        store.ingest_table_files(table, &paths)?;
+    }
+    store.flush()?;
+    let ingest_seconds = ingest_started.elapsed().as_secs_f64();
+    Ok(BuildReport {
+        files: summaries.into_iter().map(|(_, s)| s).collect(),
+        pages,
+        read_seconds,
+        reduce_seconds: reduced_at - read_seconds,
+        ingest_seconds,
+        sst_files,
+        sst_bytes: progress::Counters::get(&progress.sst_bytes),
+        rows: progress::Counters::get(&progress.rows_written),
+    })
+}
+
+fn add_report(acc: &mut PageReport, r: &PageReport) {
+    acc.crawls_applied += r.crawls_applied;
+    acc.crawls_skipped += r.crawls_skipped;
+    acc.pages += r.pages;
+    acc.links += r.links;
+    acc.stats += r.stats;
+}

@@ -1,0 +1,539 @@
+//! The build's dataflow, one copy per timely worker:
+//!
+//! ```text
+//!  crawl files ─► read (files split among workers) ─► PageCrawl
+//!    ─► exchange by page hash ─► [pages]  sort by page, replay crawls ─► links, pages SSTs
+//!    ─► view rows, exchange by key hash ─► [views]  sort, reduce stages 1-3 ─► view SSTs
+//!    ─► counters rows, exchange by key hash ─► [counters]  sort, reduce ─► counters SST
+//! ```
+//!
+//! Rows are routed by ranges of their partition hash (worker `w` of `n` owns
+//! `[w·2⁶⁴/n, (w+1)·2⁶⁴/n)`), so the SST files of one table never overlap and go
+//! straight to the bottom level. Operators that emit many rows do it in slices and ask
+//! to be scheduled again, so downstream operators drain their input meanwhile: memory is
+//! the sorters' budgets, not the data.
+
+use crate::error::{Error, Result};
+use crate::progress::Counters;
+use crate::sorter::{Groups, Sorter};
+use ingest::{CrawlSink, FileSummary, IngestOptions};
+use linkstore::build::{PageReport, PageRows, Reducer, Table, TableFileWriter};
+use linkstore::{ApplyStats, PageCrawl};
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::sync::Arc;
+use timely::dataflow::channels::pact::Exchange;
+use timely::dataflow::operators::generic::operator::Operator;
+use timely::dataflow::operators::Input;
+use timely::dataflow::InputHandleVec;
+use timely::progress::frontier::MutableAntichain;
+
+/// A row between operators: `(table, key, value)`.
+type Row = (u8, Vec<u8>, Vec<u8>);
+
+/// Groups handled per activation before yielding to other operators.
+const GROUPS_PER_SLICE: usize = 4096;
+
+/// What every worker shares.
+pub(crate) struct Plan {
+    pub files: Vec<PathBuf>,
+    pub read: IngestOptions,
+    pub hash_bits: u8,
+    /// Where sorted runs and SST files go until they are ingested.
+    pub scratch: PathBuf,
+    /// Memory budget of each sorter.
+    pub sorter_budget: usize,
+    pub progress: Arc<Counters>,
+}
+
+/// What one worker made.
+#[derive(Default)]
+pub(crate) struct WorkerOutput {
+    pub files: Vec<(Table, PathBuf)>,
+    pub summaries: Vec<(usize, FileSummary)>,
+    pub pages: PageReport,
+}
+
+/// The worker `partition_hash` belongs to.
+fn owner(hash: u64, peers: usize) -> u64 {
+    ((u128::from(hash) * peers as u128) >> 64) as u64
+}
+
+fn row_owner(row: &Row, peers: usize) -> u64 {
+    let table = Table::from_u8(row.0).expect("rows carry valid tables");
+    owner(table.partition_hash(&row.1), peers)
+}
+
+/// Shared by a worker's operators: its output and the first error.
+#[derive(Default)]
+struct Shared {
+    out: WorkerOutput,
+    error: Option<Error>,
+}
+
+type SharedRef = Rc<RefCell<Shared>>;
+
+fn fail(shared: &SharedRef, e: Error) {
+    let mut s = shared.borrow_mut();
+    if s.error.is_none() {
+        s.error = Some(e);
+    }
+}
+
+/// SST files being written by one worker, one per table at a time.
+struct Files {
+    dir: PathBuf,
+    prefix: String,
+    open: BTreeMap<Table, TableFileWriter>,
+    count: usize,
+    progress: Arc<Counters>,
+}
+
+impl Files {
+    fn new(dir: &Path, prefix: String, progress: Arc<Counters>) -> Files {
+        Files {
+            dir: dir.to_path_buf(),
+            prefix,
+            open: BTreeMap::new(),
+            count: 0,
+            progress,
+        }
+    }
+
+    fn put(&mut self, table: Table, key: &[u8], value: &[u8]) -> Result<()> {
+        if !self.open.contains_key(&table) {
+            self.count += 1;
+            let path = self.dir.join(format!(
+                "{}-{}-{}.sst",
+                self.prefix,
+                table.cf_name(),
+                self.count
+            ));
+            self.open
+                .insert(table, TableFileWriter::create(table, &path)?);
+        }
+        let w = self.open.get_mut(&table).expect("opened above");
+        w.put(key, value)?;
+        self.progress.add(&self.progress.rows_written, 1);
+        Ok(())
+    }
+
+    fn finish(&mut self, into: &mut Vec<(Table, PathBuf)>) -> Result<()> {
+        for (table, w) in std::mem::take(&mut self.open) {
+            let size = w.file_size();
+            if let Some(path) = w.finish()? {
+                self.progress.add(&self.progress.sst_bytes, size);
+                into.push((table, path));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Runs one worker: builds the dataflow, feeds it this worker's share of the files, and
+/// steps it to completion.
+pub(crate) fn run_worker(worker: &mut timely::worker::Worker, plan: &Plan) -> Result<WorkerOutput> {
+    let index = worker.index();
+    let peers = worker.peers();
+    let shared: SharedRef = Rc::default();
+    let mut input = InputHandleVec::<u64, (u64, Vec<u8>)>::new();
+
+    worker.dataflow::<u64, _, _>(|scope| {
+        let crawls = scope.input_from(&mut input);
+        let pages = PagesOp::new(plan, index, shared.clone());
+        let views_shared = shared.clone();
+        let counters_shared = shared.clone();
+        let (scratch, budget, bits, progress) = (
+            plan.scratch.clone(),
+            plan.sorter_budget,
+            plan.hash_bits,
+            plan.progress.clone(),
+        );
+        let views = crawls
+            .unary_frontier::<timely::container::CapacityContainerBuilder<Vec<Row>>, _, _, _>(
+                Exchange::new(move |c: &(u64, Vec<u8>)| owner(c.0, peers)),
+                "pages",
+                |cap, info| {
+                    let mut op = pages;
+                    let mut cap = Some(cap);
+                    let activator = scope.activator_for(info.address);
+                    move |(input, frontier), output| {
+                        input.for_each(|_, data| {
+                            for (_, crawl) in data.drain(..) {
+                                op.collect(&crawl);
+                            }
+                        });
+                        if frontier.is_empty() {
+                            if let Some(c) = &cap {
+                                let mut session = output.session(c);
+                                let done = op.replay(&mut |row| session.give(row));
+                                drop(session);
+                                if done {
+                                    cap = None;
+                                } else {
+                                    activator.activate();
+                                }
+                            }
+                        }
+                    }
+                },
+            );
+        let views_progress = progress.clone();
+        let counters = views
+            .unary_frontier::<timely::container::CapacityContainerBuilder<Vec<Row>>, _, _, _>(
+                Exchange::new(move |r: &Row| row_owner(r, peers)),
+                "views",
+                |cap, info| {
+                    let mut op =
+                        ViewsOp::new(&scratch, index, budget, bits, views_shared, views_progress);
+                    let mut cap = Some(cap);
+                    let activator = scope.activator_for(info.address);
+                    move |(input, frontier), output| {
+                        let mut session = cap.as_ref().map(|c| output.session(c));
+                        input.for_each(|_, data| {
+                            for row in data.drain(..) {
+                                match &mut session {
+                                    Some(s) if row.0 == Table::Counters as u8 => s.give(row),
+                                    _ => op.collect(row),
+                                }
+                            }
+                        });
+                        if frontier.is_empty() {
+                            if let Some(s) = &mut session {
+                                let done = op.reduce(&mut |row| s.give(row));
+                                drop(session);
+                                if done {
+                                    cap = None;
+                                } else {
+                                    activator.activate();
+                                }
+                            }
+                        }
+                    }
+                },
+            );
+        counters.sink(
+            Exchange::new(move |r: &Row| row_owner(r, peers)),
+            "counters",
+            {
+                let mut sorter = Some(Sorter::new(
+                    &plan.scratch,
+                    &format!("w{index}-counters"),
+                    plan.sorter_budget,
+                ));
+                let scratch = plan.scratch.clone();
+                let bits = plan.hash_bits;
+                let progress = plan.progress.clone();
+                move |(input, frontier): (_, &MutableAntichain<u64>)| {
+                    input.for_each(|_, data| {
+                        if let Some(s) = &mut sorter {
+                            for (t, k, v) in data.drain(..) {
+                                let table = Table::from_u8(t).expect("valid table");
+                                if let Err(e) = s.push(table, &k, &v) {
+                                    fail(&counters_shared, e);
+                                }
+                            }
+                        }
+                    });
+                    if frontier.is_empty() {
+                        if let Some(s) = sorter.take() {
+                            let mut files =
+                                Files::new(&scratch, format!("w{index:03}-c"), progress.clone());
+                            let r = reduce_all(s, bits, &mut files, &progress, &mut |_| {
+                                unreachable!("counters feed no other table")
+                            })
+                            .and_then(|()| {
+                                let mut sh = counters_shared.borrow_mut();
+                                files.finish(&mut sh.out.files)
+                            });
+                            if let Err(e) = r {
+                                fail(&counters_shared, e);
+                            }
+                        }
+                    }
+                }
+            },
+        );
+    });
+
+    // Feed this worker's files: file i goes to worker i mod peers.
+    for (i, path) in plan.files.iter().enumerate() {
+        if i % peers != index {
+            continue;
+        }
+        let mut sink = TimelySink {
+            input: &mut input,
+            worker,
+            sent: 0,
+        };
+        let progress = &plan.progress;
+        let mut last = 0u64;
+        let summary = ingest::read_file(path, &plan.read, &mut sink, &mut |p| {
+            progress.add(&progress.bytes_read, p.bytes_read - last);
+            last = p.bytes_read;
+        })
+        .map_err(|source| Error::Read {
+            path: path.clone(),
+            source,
+        })?;
+        progress.add(&progress.files_read, 1);
+        shared.borrow_mut().out.summaries.push((i, summary));
+    }
+    input.close();
+    while worker.step() {}
+    let mut shared = shared.borrow_mut();
+    match shared.error.take() {
+        Some(e) => Err(e),
+        None => Ok(std::mem::take(&mut shared.out)),
+    }
+}
+
+/// Hands crawls read from a file to the dataflow, stepping it now and then so data
+/// flows on instead of piling up at the input.
+struct TimelySink<'a> {
+    input: &'a mut InputHandleVec<u64, (u64, Vec<u8>)>,
+    worker: &'a mut timely::worker::Worker,
+    sent: u64,
+}
+
+impl CrawlSink for TimelySink<'_> {
+    fn accept(&mut self, crawl: PageCrawl) -> Result<Option<ApplyStats>, linkstore::Error> {
+        let hash = Table::Pages.partition_hash(&linkstore::build::page_key(&crawl.url));
+        self.input.send((hash, crawl.encode()));
+        self.sent += 1;
+        if self.sent.is_multiple_of(256) {
+            self.worker.step();
+        }
+        Ok(None)
+    }
+}
+
+/// Sorts crawls by page and replays each page.
+struct PagesOp {
+    sorter: Option<Sorter>,
+    groups: Option<Groups>,
+    rows: PageRows,
+    files: Files,
+    shared: SharedRef,
+    progress: Arc<Counters>,
+    crawls: Vec<PageCrawl>,
+}
+
+impl PagesOp {
+    fn new(plan: &Plan, index: usize, shared: SharedRef) -> PagesOp {
+        PagesOp {
+            sorter: Some(Sorter::new(
+                &plan.scratch,
+                &format!("w{index}-pages"),
+                plan.sorter_budget,
+            )),
+            groups: None,
+            rows: PageRows::new(plan.hash_bits),
+            files: Files::new(
+                &plan.scratch,
+                format!("w{index:03}-p"),
+                plan.progress.clone(),
+            ),
+            shared,
+            progress: plan.progress.clone(),
+            crawls: Vec::new(),
+        }
+    }
+
+    fn collect(&mut self, crawl: &[u8]) {
+        let Some(sorter) = &mut self.sorter else {
+            return;
+        };
+        // The crawl's page key (`url_hash | url`) groups a page's crawls together.
+        let r = PageCrawl::decode(crawl)
+            .map_err(Error::from)
+            .and_then(|c| sorter.push(Table::Pages, &linkstore::build::page_key(&c.url), crawl));
+        self.progress.add(&self.progress.crawls, 1);
+        if let Err(e) = r {
+            fail(&self.shared, e);
+        }
+    }
+
+    /// Replays the next slice of pages; true when every page is done.
+    fn replay(&mut self, give: &mut dyn FnMut(Row)) -> bool {
+        match self.replay_slice(give) {
+            Ok(done) => done,
+            Err(e) => {
+                fail(&self.shared, e);
+                self.groups = None;
+                true
+            }
+        }
+    }
+
+    fn replay_slice(&mut self, give: &mut dyn FnMut(Row)) -> Result<bool> {
+        if let Some(sorter) = self.sorter.take() {
+            self.groups = Some(sorter.into_groups()?);
+        }
+        let Some(groups) = &mut self.groups else {
+            return Ok(true);
+        };
+        let files = &mut self.files;
+        let mut failed = None;
+        for _ in 0..GROUPS_PER_SLICE {
+            let Some(group) = groups.next_group()? else {
+                self.groups = None;
+                let mut shared = self.shared.borrow_mut();
+                files.finish(&mut shared.out.files)?;
+                shared.out.pages = self.rows.report;
+                return Ok(true);
+            };
+            self.crawls.clear();
+            for v in group.values() {
+                self.crawls.push(PageCrawl::decode(v)?);
+            }
+            self.rows.page(&mut self.crawls, &mut |table, key, value| {
+                if table.stage() == 0 {
+                    if let Err(e) = files.put(table, &key, &value) {
+                        failed.get_or_insert(e);
+                    }
+                } else {
+                    give((table as u8, key, value));
+                }
+            })?;
+            self.progress.add(&self.progress.pages, 1);
+            if let Some(e) = failed.take() {
+                return Err(e);
+            }
+        }
+        Ok(false)
+    }
+}
+
+/// Sorts view rows and reduces them stage by stage.
+struct ViewsOp {
+    /// Sorters of stages 1, 2 and 3.
+    sorters: Vec<Option<Sorter>>,
+    /// The stage being reduced and its groups.
+    reducing: Option<(usize, Groups)>,
+    reducer: Reducer,
+    files: Files,
+    shared: SharedRef,
+    progress: Arc<Counters>,
+}
+
+impl ViewsOp {
+    fn new(
+        scratch: &Path,
+        index: usize,
+        budget: usize,
+        bits: u8,
+        shared: SharedRef,
+        progress: Arc<Counters>,
+    ) -> ViewsOp {
+        ViewsOp {
+            sorters: (1..=3)
+                .map(|s| Some(Sorter::new(scratch, &format!("w{index}-views{s}"), budget)))
+                .collect(),
+            reducing: None,
+            reducer: Reducer::new(bits),
+            files: Files::new(scratch, format!("w{index:03}-v"), progress.clone()),
+            shared,
+            progress,
+        }
+    }
+
+    fn collect(&mut self, (t, k, v): Row) {
+        let table = Table::from_u8(t).expect("valid table");
+        let stage = usize::from(table.stage());
+        if let Some(Some(s)) = self.sorters.get_mut(stage - 1) {
+            if let Err(e) = s.push(table, &k, &v) {
+                fail(&self.shared, e);
+            }
+        }
+    }
+
+    /// Reduces the next slice of groups; true when every stage is done.
+    fn reduce(&mut self, give: &mut dyn FnMut(Row)) -> bool {
+        match self.reduce_slice(give) {
+            Ok(done) => done,
+            Err(e) => {
+                fail(&self.shared, e);
+                self.reducing = None;
+                self.sorters.clear();
+                true
+            }
+        }
+    }
+
+    fn reduce_slice(&mut self, give: &mut dyn FnMut(Row)) -> Result<bool> {
+        if self.reducing.is_none() {
+            let Some(stage) = self.sorters.iter().position(Option::is_some) else {
+                return Ok(true);
+            };
+            let sorter = self.sorters[stage].take().expect("found above");
+            self.reducing = Some((stage, sorter.into_groups()?));
+        }
+        let (stage, groups) = self.reducing.as_mut().expect("set above");
+        let (files, sorters, reducer) = (&mut self.files, &mut self.sorters, &mut self.reducer);
+        for _ in 0..GROUPS_PER_SLICE {
+            let Some(group) = groups.next_group()? else {
+                let _ = stage;
+                self.reducing = None;
+                let mut shared = self.shared.borrow_mut();
+                files.finish(&mut shared.out.files)?;
+                return Ok(self.sorters.iter().all(Option::is_none));
+            };
+            let mut failed = None;
+            let table = group.table;
+            reducer.reduce(table, group.key, &mut group.values(), &mut |t, k, v| {
+                let r = if t == table {
+                    files.put(t, &k, &v)
+                } else if t == Table::Counters {
+                    give((t as u8, k, v));
+                    Ok(())
+                } else {
+                    match sorters.get_mut(usize::from(t.stage()) - 1) {
+                        Some(Some(s)) => s.push(t, &k, &v),
+                        _ => unreachable!("a reduction feeds only later stages"),
+                    }
+                };
+                if let Err(e) = r {
+                    failed.get_or_insert(e);
+                }
+            })?;
+            self.progress.add(&self.progress.groups, 1);
+            if let Some(e) = failed {
+                return Err(e);
+            }
+        }
+        Ok(false)
+    }
+}
+
+/// Reduces every group of a sorter whose tables feed nothing (counters).
+fn reduce_all(
+    sorter: Sorter,
+    bits: u8,
+    files: &mut Files,
+    progress: &Counters,
+    feed: &mut dyn FnMut(Row),
+) -> Result<()> {
+    let mut reducer = Reducer::new(bits);
+    let mut groups = sorter.into_groups()?;
+    while let Some(group) = groups.next_group()? {
+        let table = group.table;
+        let mut failed = None;
+        reducer.reduce(table, group.key, &mut group.values(), &mut |t, k, v| {
+            if t == table {
+                if let Err(e) = files.put(t, &k, &v) {
+                    failed.get_or_insert(e);
+                }
+            } else {
+                feed((t as u8, k, v));
+            }
+        })?;
+        progress.add(&progress.groups, 1);
+        if let Some(e) = failed {
+            return Err(e);
+        }
+    }
+    Ok(())
+}

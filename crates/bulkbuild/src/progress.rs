@@ -1,0 +1,87 @@
+//! Build progress: counters the workers bump, read by a reporter thread.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Running totals of a build, shared by every worker.
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub bytes_total: AtomicU64,
+    pub bytes_read: AtomicU64,
+    pub files_read: AtomicU64,
+    pub crawls: AtomicU64,
+    pub pages: AtomicU64,
+    pub groups: AtomicU64,
+    pub rows_written: AtomicU64,
+    pub sst_bytes: AtomicU64,
+}
+
+impl Counters {
+    pub(crate) fn add(&self, counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub(crate) fn get(counter: &AtomicU64) -> u64 {
+        counter.load(Ordering::Relaxed)
+    }
+}
+
+/// The stages of a build, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Stage {
+    /// Reading crawl files (and sorting crawls by page as they arrive).
+    Read,
+    /// Replaying pages and reducing views into SST files.
+    Reduce,
+    /// Adding the SST files to the store.
+    Ingest,
+}
+
+impl Stage {
+    pub fn name(self) -> &'static str {
+        match self {
+            Stage::Read => "read",
+            Stage::Reduce => "sort, reduce and write",
+            Stage::Ingest => "ingest",
+        }
+    }
+}
+
+/// A snapshot of a build's progress, given to the caller's callback.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress {
+    pub stage: Stage,
+    pub seconds: f64,
+    pub bytes_read: u64,
+    pub bytes_total: u64,
+    pub crawls: u64,
+    /// Pages replayed (of those read: `crawls` is an upper bound).
+    pub pages: u64,
+    /// Groups of view rows reduced.
+    pub groups: u64,
+    pub rows_written: u64,
+    pub sst_bytes: u64,
+}
+
+impl Progress {
+    pub(crate) fn of(c: &Counters, stage: Stage, seconds: f64) -> Progress {
+        Progress {
+            stage,
+            seconds,
+            bytes_read: Counters::get(&c.bytes_read),
+            bytes_total: Counters::get(&c.bytes_total),
+            crawls: Counters::get(&c.crawls),
+            pages: Counters::get(&c.pages),
+            groups: Counters::get(&c.groups),
+            rows_written: Counters::get(&c.rows_written),
+            sst_bytes: Counters::get(&c.sst_bytes),
+        }
+    }
+
+    /// Seconds left in the read stage at its current rate, when it can be told.
+    pub fn read_eta(&self) -> Option<f64> {
+        (self.stage == Stage::Read && self.bytes_read > 0 && self.seconds > 0.0).then(|| {
+            let rate = self.bytes_read as f64 / self.seconds;
+            self.bytes_total.saturating_sub(self.bytes_read) as f64 / rate
+        })
+    }
+}

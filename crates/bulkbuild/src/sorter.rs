@@ -1,0 +1,407 @@
+//! An external sort of `(table, key, value)` rows within a memory budget.
+//!
+//! Rows are appended to an arena; when the arena reaches the budget it is sorted by
+//! `(table, key)` and written to a run file. Reading merges the runs (and whatever is
+//! still in memory) and yields groups of equal keys. Memory is the budget plus one read
+//! buffer per run, whatever the input size; disk holds the runs.
+//!
+//! ```text
+//! run file:  { klen uvar | vlen uvar | table u8 + key (klen bytes) | value (vlen bytes) }*
+//! ```
+//!
+//! Run files are private to one build and removed when read (or when the build ends).
+
+use crate::error::{Error, Result};
+use linkstore::build::Table;
+use std::cmp::Ordering;
+use std::fs::File;
+use std::io::{BufRead, BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+/// Bytes of bookkeeping per row in memory besides its key and value.
+const ROW_OVERHEAD: usize = 12;
+
+pub struct Sorter {
+    dir: PathBuf,
+    name: String,
+    budget: usize,
+    arena: Vec<u8>,
+    /// (offset in `arena`, length of table byte + key, length of value).
+    rows: Vec<(u32, u32, u32)>,
+    runs: Vec<PathBuf>,
+    /// Rows and bytes handed in (for progress).
+    pub rows_in: u64,
+    pub bytes_spilled: u64,
+}
+
+impl Sorter {
+    /// `dir`: where runs go; `name`: their file-name prefix (unique per sorter).
+    pub fn new(dir: &Path, name: &str, budget: usize) -> Sorter {
+        Sorter {
+            dir: dir.to_path_buf(),
+            name: name.to_string(),
+            budget: budget.max(1 << 20),
+            arena: Vec::new(),
+            rows: Vec::new(),
+            runs: Vec::new(),
+            rows_in: 0,
+            bytes_spilled: 0,
+        }
+    }
+
+    pub fn push(&mut self, table: Table, key: &[u8], value: &[u8]) -> Result<()> {
+        let offset = self.arena.len();
+        if offset + key.len() + value.len() + 1 > u32::MAX as usize {
+            self.spill()?;
+            return self.push(table, key, value);
+        }
+        self.arena.push(table as u8);
+        self.arena.extend_from_slice(key);
+        self.arena.extend_from_slice(value);
+        self.rows
+            .push((offset as u32, key.len() as u32 + 1, value.len() as u32));
+        self.rows_in += 1;
+        if self.arena.len() + self.rows.len() * ROW_OVERHEAD >= self.budget {
+            self.spill()?;
+        }
+        Ok(())
+    }
+
+    fn sort(&mut self) {
+        let arena = &self.arena;
+        let key = |&(o, k, _): &(u32, u32, u32)| &arena[o as usize..(o + k) as usize];
+        self.rows.sort_unstable_by(|a, b| key(a).cmp(key(b)));
+    }
+
+    fn spill(&mut self) -> Result<()> {
+        if self.rows.is_empty() {
+            return Ok(());
+        }
+        self.sort();
+        let path = self
+            .dir
+            .join(format!("{}-{:05}.run", self.name, self.runs.len()));
+        let file = File::create(&path).map_err(|e| Error::io(&path, e))?;
+        let mut out = BufWriter::with_capacity(1 << 20, file);
+        let mut header = Vec::with_capacity(20);
+        for &(o, k, v) in &self.rows {
+            header.clear();
+            put_uvarint(&mut header, u64::from(k));
+            put_uvarint(&mut header, u64::from(v));
+            out.write_all(&header)
+                .and_then(|()| out.write_all(&self.arena[o as usize..(o + k + v) as usize]))
+                .map_err(|e| Error::io(&path, e))?;
+            self.bytes_spilled += (header.len() + (k + v) as usize) as u64;
+        }
+        out.flush().map_err(|e| Error::io(&path, e))?;
+        self.runs.push(path);
+        self.arena = Vec::new();
+        self.rows = Vec::new();
+        Ok(())
+    }
+
+    /// Every row in `(table, key)` order, as groups of equal keys. Run files are
+    /// removed when the groups are dropped.
+    pub fn into_groups(mut self) -> Result<Groups> {
+        let merge = if self.runs.is_empty() {
+            self.sort();
+            Merge::Memory {
+                arena: std::mem::take(&mut self.arena),
+                rows: std::mem::take(&mut self.rows),
+                at: 0,
+            }
+        } else {
+            self.spill()?;
+            let mut runs = Vec::with_capacity(self.runs.len());
+            for path in &self.runs {
+                let mut r = RunReader::open(path)?;
+                if r.advance()? {
+                    runs.push(r);
+                }
+            }
+            Merge::Runs(Heap::new(runs))
+        };
+        Ok(Groups {
+            merge,
+            runs: std::mem::take(&mut self.runs),
+            pending: None,
+            key: Vec::new(),
+            values: Vec::new(),
+            ends: Vec::new(),
+        })
+    }
+}
+
+/// Sorted rows grouped by key, read one group at a time (an operator can stop between
+/// groups and resume later).
+pub struct Groups {
+    merge: Merge,
+    runs: Vec<PathBuf>,
+    /// The row read past the end of the last group.
+    pending: Option<(Vec<u8>, Vec<u8>)>,
+    key: Vec<u8>,
+    values: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+/// One group: its table, key and values.
+pub struct Group<'g> {
+    pub table: Table,
+    pub key: &'g [u8],
+    values: &'g [u8],
+    ends: &'g [usize],
+}
+
+impl<'g> Group<'g> {
+    pub fn values(&self) -> impl Iterator<Item = &'g [u8]> + 'g {
+        let values = self.values;
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts
+            .zip(self.ends.iter().copied())
+            .map(move |(s, e)| &values[s..e])
+    }
+}
+
+impl Groups {
+    pub fn next_group(&mut self) -> Result<Option<Group<'_>>> {
+        self.key.clear();
+        self.values.clear();
+        self.ends.clear();
+        if let Some((k, v)) = self.pending.take() {
+            self.key = k;
+            self.values.extend_from_slice(&v);
+            self.ends.push(self.values.len());
+        }
+        while let Some((k, v)) = self.merge.next()? {
+            if self.ends.is_empty() {
+                self.key.extend_from_slice(k);
+            } else if k != self.key.as_slice() {
+                self.pending = Some((k.to_vec(), v.to_vec()));
+                break;
+            }
+            self.values.extend_from_slice(v);
+            self.ends.push(self.values.len());
+        }
+        if self.ends.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(Group {
+            table: Table::from_u8(self.key[0]).expect("sorter holds valid table bytes"),
+            key: &self.key[1..],
+            values: &self.values,
+            ends: &self.ends,
+        }))
+    }
+}
+
+impl Drop for Groups {
+    fn drop(&mut self) {
+        for path in &self.runs {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+impl Drop for Sorter {
+    fn drop(&mut self) {
+        for path in &self.runs {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+enum Merge {
+    Memory {
+        arena: Vec<u8>,
+        rows: Vec<(u32, u32, u32)>,
+        at: usize,
+    },
+    Runs(Heap),
+}
+
+impl Merge {
+    /// The next row (table byte + key, value) in order.
+    fn next(&mut self) -> Result<Option<(&[u8], &[u8])>> {
+        match self {
+            Merge::Memory { arena, rows, at } => {
+                let Some(&(o, k, v)) = rows.get(*at) else {
+                    return Ok(None);
+                };
+                *at += 1;
+                let (o, k, v) = (o as usize, k as usize, v as usize);
+                Ok(Some((&arena[o..o + k], &arena[o + k..o + k + v])))
+            }
+            Merge::Runs(heap) => heap.next(),
+        }
+    }
+}
+
+/// One run file being read: its current row.
+struct RunReader {
+    path: PathBuf,
+    input: BufReader<File>,
+    key: Vec<u8>,
+    value: Vec<u8>,
+}
+
+impl RunReader {
+    fn open(path: &Path) -> Result<RunReader> {
+        let file = File::open(path).map_err(|e| Error::io(path, e))?;
+        Ok(RunReader {
+            path: path.to_path_buf(),
+            input: BufReader::with_capacity(1 << 18, file),
+            key: Vec::new(),
+            value: Vec::new(),
+        })
+    }
+
+    /// Reads the next row; false at the end of the run.
+    fn advance(&mut self) -> Result<bool> {
+        let err = |e| Error::io(&self.path, e);
+        if self.input.fill_buf().map_err(err)?.is_empty() {
+            return Ok(false);
+        }
+        let k = read_uvarint(&mut self.input).map_err(err)? as usize;
+        let v = read_uvarint(&mut self.input).map_err(err)? as usize;
+        self.key.resize(k, 0);
+        self.value.resize(v, 0);
+        self.input.read_exact(&mut self.key).map_err(err)?;
+        self.input.read_exact(&mut self.value).map_err(err)?;
+        Ok(true)
+    }
+}
+
+/// A binary min-heap of run readers by their current key.
+struct Heap {
+    runs: Vec<RunReader>,
+    /// Set once the top's row was handed out: advance it before the next one.
+    advance_top: bool,
+}
+
+impl Heap {
+    fn new(runs: Vec<RunReader>) -> Heap {
+        let mut h = Heap {
+            runs,
+            advance_top: false,
+        };
+        for i in (0..h.runs.len()).rev() {
+            h.sift_down(i);
+        }
+        h
+    }
+
+    fn less(&self, a: usize, b: usize) -> bool {
+        self.runs[a].key.cmp(&self.runs[b].key) == Ordering::Less
+    }
+
+    fn sift_down(&mut self, mut i: usize) {
+        loop {
+            let (l, r) = (2 * i + 1, 2 * i + 2);
+            let mut m = i;
+            if l < self.runs.len() && self.less(l, m) {
+                m = l;
+            }
+            if r < self.runs.len() && self.less(r, m) {
+                m = r;
+            }
+            if m == i {
+                return;
+            }
+            self.runs.swap(i, m);
+            i = m;
+        }
+    }
+
+    fn next(&mut self) -> Result<Option<(&[u8], &[u8])>> {
+        if self.advance_top {
+            self.advance_top = false;
+            if self.runs[0].advance()? {
+                self.sift_down(0);
+            } else {
+                let last = self.runs.len() - 1;
+                self.runs.swap(0, last);
+                self.runs.pop();
+                self.sift_down(0);
+            }
+        }
+        if self.runs.is_empty() {
+            return Ok(None);
+        }
+        self.advance_top = true;
+        let top = &self.runs[0];
+        Ok(Some((&top.key, &top.value)))
+    }
+}
+
+fn put_uvarint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn read_uvarint(r: &mut impl Read) -> std::io::Result<u64> {
+    let mut v = 0u64;
+    for shift in (0..64).step_by(7) {
+        let mut b = [0u8];
+        r.read_exact(&mut b)?;
+        v |= u64::from(b[0] & 0x7f) << shift;
+        if b[0] & 0x80 == 0 {
+            return Ok(v);
+        }
+    }
+    Err(std::io::Error::new(
+        std::io::ErrorKind::InvalidData,
+        "varint longer than 10 bytes",
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn groups(s: Sorter) -> Vec<(Table, Vec<u8>, Vec<Vec<u8>>)> {
+        let mut out = Vec::new();
+        let mut g = s.into_groups().unwrap();
+        while let Some(group) = g.next_group().unwrap() {
+            let mut v: Vec<Vec<u8>> = group.values().map(<[u8]>::to_vec).collect();
+            v.sort();
+            out.push((group.table, group.key.to_vec(), v));
+        }
+        out
+    }
+
+    #[test]
+    fn spilled_and_in_memory_sorts_give_the_same_groups() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut small = Sorter::new(dir.path(), "small", 1); // spills every megabyte
+        let mut big = Sorter::new(dir.path(), "big", 1 << 30);
+        let mut rows = Vec::new();
+        for i in 0..60_000u32 {
+            let table = if i % 3 == 0 {
+                Table::Counters
+            } else {
+                Table::Distinct
+            };
+            let key = (i.wrapping_mul(2_654_435_761) % 7_000).to_be_bytes();
+            let value = vec![(i % 251) as u8; 1 + (i % 40) as usize];
+            rows.push((table, key, value));
+        }
+        for (t, k, v) in &rows {
+            small.push(*t, k, v).unwrap();
+            big.push(*t, k, v).unwrap();
+        }
+        assert!(small.runs.len() > 1, "the small budget spilled");
+        assert!(big.runs.is_empty());
+        let a = groups(small);
+        assert_eq!(a, groups(big));
+        assert!(a.windows(2).all(|w| (w[0].0, &w[0].1) < (w[1].0, &w[1].1)));
+        assert_eq!(a.iter().map(|g| g.2.len()).sum::<usize>(), rows.len());
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            0,
+            "runs removed"
+        );
+    }
+}
