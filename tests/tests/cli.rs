@@ -25,7 +25,7 @@ fn stats(data: &Path, item: Option<&str>) -> String {
 }
 
 #[test]
-fn kill_9_during_ingest_then_rerun_equals_one_clean_run() {
+fn kill_9_during_incremental_ingest_then_rerun_equals_one_clean_run() {
     let tmp = tempfile::tempdir().unwrap();
     let files = generate(&tmp.path().join("crawl"));
     let clean = tmp.path().join("clean");
@@ -33,6 +33,7 @@ fn kill_9_during_ingest_then_rerun_equals_one_clean_run() {
 
     let mut args = vec![
         "ingest",
+        "--incremental",
         "--batch",
         "200",
         "--data",
@@ -46,6 +47,7 @@ fn kill_9_during_ingest_then_rerun_equals_one_clean_run() {
         let mut child = Command::new(linkbase())
             .args([
                 "ingest",
+                "--incremental",
                 "--batch",
                 "200",
                 "--data",
@@ -80,6 +82,7 @@ fn kill_9_during_ingest_then_rerun_equals_one_clean_run() {
 
     let mut args = vec![
         "ingest",
+        "--incremental",
         "--batch",
         "200",
         "--data",
@@ -118,6 +121,88 @@ fn kill_9_during_ingest_then_rerun_equals_one_clean_run() {
         &hot,
     ]);
     assert_eq!(a, b);
+    assert!(a.lines().count() > 50, "the hot page has many backlinks");
+}
+
+#[test]
+fn kill_9_during_a_bulk_build_changes_nothing_and_a_rerun_equals_the_incremental_store() {
+    let tmp = tempfile::tempdir().unwrap();
+    let files = generate(&tmp.path().join("crawl"));
+    let incremental = tmp.path().join("incremental");
+    let killed = tmp.path().join("killed");
+    let mut args = vec![
+        "ingest",
+        "--incremental",
+        "--data",
+        incremental.to_str().unwrap(),
+    ];
+    args.extend(files.iter().map(String::as_str));
+    run(&args);
+
+    for delay_ms in [200u64, 600] {
+        let mut child = Command::new(linkbase())
+            .args([
+                "ingest",
+                "--memory",
+                "16M",
+                "--data",
+                killed.to_str().unwrap(),
+            ])
+            .args(&files)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let building = killed.join("historic.building").join("CURRENT");
+        let started = std::time::Instant::now();
+        while !building.exists() && started.elapsed() < Duration::from_secs(30) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        // Nothing was published: the index is still absent, and says so.
+        assert!(
+            !killed.join("historic").exists(),
+            "a killed bulk build left an index behind"
+        );
+    }
+
+    let mut args = vec![
+        "ingest",
+        "--memory",
+        "16M",
+        "--data",
+        killed.to_str().unwrap(),
+    ];
+    args.extend(files.iter().map(String::as_str));
+    let out = run(&args);
+    assert!(out.contains("bulk build"), "{out}");
+    assert!(!killed.join("historic.building").exists());
+    let hot = webgen::Web::new(webgen::WebSpec {
+        pages: 6_000,
+        domains: 600,
+        crawls: 2,
+        ..Default::default()
+    })
+    .hot_url();
+    let body = |s: &str| s.lines().skip(1).collect::<Vec<_>>().join("\n");
+    for item in [None, Some(hot.as_str())] {
+        let a = stats(&incremental, item);
+        assert_eq!(body(&a), body(&stats(&killed, item)), "stats of {item:?}");
+    }
+    let backlinks = |d: &Path| {
+        run(&[
+            "backlinks",
+            "--data",
+            d.to_str().unwrap(),
+            "--count",
+            "500",
+            &hot,
+        ])
+    };
+    let a = backlinks(&incremental);
+    assert_eq!(a, backlinks(&killed));
     assert!(a.lines().count() > 50, "the hot page has many backlinks");
 }
 

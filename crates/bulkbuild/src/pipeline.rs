@@ -13,6 +13,7 @@
 //! to be scheduled again, so downstream operators drain their input meanwhile: memory is
 //! the sorters' budgets, not the data.
 
+use crate::combiner::{Combiner, Row};
 use crate::error::{Error, Result};
 use crate::progress::Counters;
 use crate::sorter::{Groups, Sorter};
@@ -29,9 +30,6 @@ use timely::dataflow::operators::generic::operator::Operator;
 use timely::dataflow::operators::Input;
 use timely::dataflow::InputHandleVec;
 use timely::progress::frontier::MutableAntichain;
-
-/// A row between operators: `(table, key, value)`.
-type Row = (u8, Vec<u8>, Vec<u8>);
 
 /// Groups handled per activation before yielding to other operators.
 const GROUPS_PER_SLICE: usize = 4096;
@@ -319,6 +317,7 @@ struct PagesOp {
     shared: SharedRef,
     progress: Arc<Counters>,
     crawls: Vec<PageCrawl>,
+    combiner: Combiner,
 }
 
 impl PagesOp {
@@ -339,6 +338,7 @@ impl PagesOp {
             shared,
             progress: plan.progress.clone(),
             crawls: Vec::new(),
+            combiner: Combiner::new(plan.sorter_budget),
         }
     }
 
@@ -375,10 +375,11 @@ impl PagesOp {
         let Some(groups) = &mut self.groups else {
             return Ok(true);
         };
-        let files = &mut self.files;
+        let (files, combiner) = (&mut self.files, &mut self.combiner);
         let mut failed = None;
         for _ in 0..GROUPS_PER_SLICE {
             let Some(group) = groups.next_group()? else {
+                combiner.flush(give);
                 self.groups = None;
                 let mut shared = self.shared.borrow_mut();
                 files.finish(&mut shared.out.files)?;
@@ -390,12 +391,13 @@ impl PagesOp {
                 self.crawls.push(PageCrawl::decode(v)?);
             }
             self.rows.page(&mut self.crawls, &mut |table, key, value| {
-                if table.stage() == 0 {
-                    if let Err(e) = files.put(table, &key, &value) {
-                        failed.get_or_insert(e);
-                    }
+                let r = if table.stage() == 0 {
+                    files.put(table, &key, &value)
                 } else {
-                    give((table as u8, key, value));
+                    combiner.push(table, key, value, give)
+                };
+                if let Err(e) = r {
+                    failed.get_or_insert(e);
                 }
             })?;
             self.progress.add(&self.progress.pages, 1);

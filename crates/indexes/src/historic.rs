@@ -15,9 +15,9 @@
 use crate::info::IndexInfo;
 use crate::serving::now;
 use crate::{io_error, DataDir, Error, IndexKind, Result};
+use bulkbuild::{BuildOptions, BuildReport, Progress};
 use flow::{FlowReport, RankParams, Seed};
-use ingest::{FileSummary, IngestOptions, Progress};
-use linkstore::{format_day, Store, StoreOptions};
+use linkstore::{format_day, Store};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
@@ -28,6 +28,8 @@ pub struct HistoricBuild<'a> {
     pub days: Option<(u32, u32)>,
     pub seeds: &'a [Seed],
     pub params: RankParams,
+    /// Workers and memory of the bulk build (its date range is `days`).
+    pub build: BuildOptions,
 }
 
 /// What a historic build did.
@@ -35,8 +37,9 @@ pub struct HistoricBuild<'a> {
 pub struct HistoricReport {
     /// The new snapshot's directory name.
     pub name: String,
-    pub files: Vec<FileSummary>,
+    pub build: BuildReport,
     pub flow: FlowReport,
+    pub flow_seconds: f64,
     /// The snapshot it replaced, and whether it was removed here (else the running
     /// server removes it once its readers are done).
     pub replaced: String,
@@ -56,7 +59,7 @@ fn build_lock(dir: &DataDir) -> Result<File> {
     )
 }
 
-fn sync_dir(dir: &Path) -> Result<()> {
+pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
     File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(io_error(dir))
@@ -101,7 +104,7 @@ fn snapshot_name(t: i64) -> String {
 pub fn build_historic(
     dir: &DataDir,
     build: &HistoricBuild<'_>,
-    on_file: &mut dyn FnMut(&Path, &Progress),
+    on_progress: &(dyn Fn(&Progress) + Sync),
     on_step: &mut dyn FnMut(&str),
 ) -> Result<HistoricReport> {
     let _lock = build_lock(dir)?;
@@ -123,30 +126,21 @@ pub fn build_historic(
         name = format!("{}-{n}", snapshot_name(started));
     }
     let building = dir.root().join(format!("{name}{BUILDING}"));
-    let opts = IngestOptions {
-        fetched_between: build
-            .days
-            .map(|(from, to)| (i64::from(from) * 86_400, i64::from(to) * 86_400)),
-        ..IngestOptions::default()
-    };
-    let (files, flow) = {
-        let store =
-            Store::open(&building, &StoreOptions::default()).map_err(|source| Error::Store {
-                index: IndexKind::Historic,
-                path: building.clone(),
-                source,
-            })?;
-        let mut files = Vec::new();
-        for path in build.files {
-            let summary = ingest::ingest_file(&store, path, &opts, &mut |p| on_file(path, p))
-                .map_err(|source| Error::Ingest {
-                    path: path.clone(),
-                    source,
-                })?;
-            files.push(summary);
-        }
+    let mut opts = build.build.clone();
+    opts.read.fetched_between = build
+        .days
+        .map(|(from, to)| (i64::from(from) * 86_400, i64::from(to) * 86_400));
+    let report = bulkbuild::build(&building, build.files, &opts, on_progress)?;
+    let (flow, flow_seconds) = {
+        let store = Store::open(&building, &opts.store).map_err(|source| Error::Store {
+            index: IndexKind::Historic,
+            path: building.clone(),
+            source,
+        })?;
         on_step("computing flow metrics");
+        let started = std::time::Instant::now();
         let flow = flow::build(&store, build.seeds, &build.params, on_step)?;
+        let flow_seconds = started.elapsed().as_secs_f64();
         let (range_from, range_to) = build.days.unwrap_or((0, 0));
         IndexInfo {
             updated_at: now(),
@@ -156,7 +150,7 @@ pub fn build_historic(
         }
         .write(&store)?;
         store.flush()?;
-        (files, flow)
+        (flow, flow_seconds)
     };
     let done = dir.root().join(&name);
     std::fs::rename(&building, &done).map_err(io_error(&building))?;
@@ -184,8 +178,9 @@ pub fn build_historic(
     }
     Ok(HistoricReport {
         name,
-        files,
+        build: report,
         flow,
+        flow_seconds,
         replaced,
         removed_old,
     })

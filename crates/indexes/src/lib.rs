@@ -9,10 +9,12 @@
 //!
 //! A request or an ingest names its index; this crate maps the name to the store.
 
+mod bulk;
 mod historic;
 mod info;
 mod serving;
 
+pub use bulk::{bulk_ingest, is_empty_index, BulkIngest};
 pub use historic::{build_historic, HistoricBuild, HistoricReport};
 pub use info::{IndexInfo, IndexStats};
 pub use serving::{ingest_into, FreshIngest, Indexes, DEFAULT_WINDOW_DAYS};
@@ -46,6 +48,8 @@ pub enum Error {
     },
     #[error("flow metrics: {0}")]
     Flow(#[from] flow::Error),
+    #[error("bulk build: {0}")]
+    Build(#[from] bulkbuild::Error),
     #[error("{0}")]
     Busy(String),
     #[error("index information: {0}")]

@@ -37,6 +37,12 @@ enum Command {
         /// a running server uses its own --fresh-window-days).
         #[arg(long, default_value_t = indexes::DEFAULT_WINDOW_DAYS)]
         window_days: u32,
+        /// Apply crawls one by one with the incremental writer even when the index is
+        /// empty (by default, an empty index is filled by a bulk build).
+        #[arg(long)]
+        incremental: bool,
+        #[command(flatten)]
+        bulk: BulkArgs,
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
@@ -133,11 +139,62 @@ enum HistoricAction {
         /// Trusted seeds for Trust Flow (docs/flow.md).
         #[arg(long)]
         seeds: Option<PathBuf>,
+        /// Threads for the bulk build and the rank iterations (default: all cores).
         #[arg(long)]
         threads: Option<usize>,
+        /// Memory for the bulk build's sorting (512M, 4G, ...); more spills to disk.
+        #[arg(long, default_value = "2G", value_parser = parse_size)]
+        memory: usize,
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
+}
+
+/// How a bulk build runs.
+#[derive(clap::Args)]
+struct BulkArgs {
+    /// Worker threads of a bulk build (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Memory for a bulk build's sorting (512M, 4G, ...); beyond it, sorted runs spill
+    /// to disk beside the index.
+    #[arg(long, default_value = "2G", value_parser = parse_size)]
+    memory: usize,
+}
+
+impl BulkArgs {
+    fn options(&self) -> bulkbuild::BuildOptions {
+        bulk_options(self.threads, self.memory)
+    }
+}
+
+fn bulk_options(threads: Option<usize>, memory: usize) -> bulkbuild::BuildOptions {
+    let mut o = bulkbuild::BuildOptions {
+        memory_bytes: memory,
+        ..Default::default()
+    };
+    if let Some(t) = threads {
+        o.workers = t.max(1);
+    }
+    o
+}
+
+/// `123`, `512K`, `512M`, `4G` (powers of 1024).
+fn parse_size(s: &str) -> std::result::Result<usize, String> {
+    let t = s.trim();
+    let (num, shift) = match t.char_indices().last() {
+        Some((i, 'k' | 'K')) => (&t[..i], 10),
+        Some((i, 'm' | 'M')) => (&t[..i], 20),
+        Some((i, 'g' | 'G')) => (&t[..i], 30),
+        _ => (t, 0),
+    };
+    let n: usize = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?}: expected a size like 512M or 4G"))?;
+    n.checked_mul(1 << shift)
+        .filter(|&b| b >= 16 << 20)
+        .ok_or_else(|| format!("{s:?}: expected at least 16M"))
 }
 
 #[derive(clap::Args)]
@@ -169,6 +226,8 @@ fn main() -> Result<()> {
             index,
             batch,
             window_days,
+            incremental,
+            bulk,
             files,
         } => {
             let dir = DataDir::new(&data);
@@ -181,6 +240,9 @@ fn main() -> Result<()> {
                 }
                 return ingest_via_server(&dir, &files);
             }
+            if !incremental && indexes::is_empty_index(&dir, index)? {
+                return bulk_ingest(&dir, index, &files, &bulk.options(), window_days);
+            }
             let store = dir.open(index, &StoreOptions::default())?;
             ingest_files(&store, index, &files, batch, window_days)
         }
@@ -192,9 +254,17 @@ fn main() -> Result<()> {
                     to,
                     seeds,
                     threads,
+                    memory,
                     files,
                 },
-        } => build_historic(&data, from, to, seeds, threads, &files),
+        } => build_historic(
+            &data,
+            from,
+            to,
+            seeds,
+            bulk_options(threads, memory),
+            &files,
+        ),
         Command::Stats { data, index, item } => {
             let store = open_existing(&data, index)?;
             match item {
@@ -507,7 +577,7 @@ fn build_historic(
     from: Option<String>,
     to: Option<String>,
     seeds: Option<PathBuf>,
-    threads: Option<usize>,
+    build: bulkbuild::BuildOptions,
     files: &[PathBuf],
 ) -> Result<()> {
     let day = |s: Option<String>, name: &str| -> Result<Option<u32>> {
@@ -533,12 +603,11 @@ fn build_historic(
             Vec::new()
         }
     };
-    let mut params = flow::RankParams::default();
-    if let Some(t) = threads {
-        params.threads = t.max(1);
-    }
+    let params = flow::RankParams {
+        threads: build.workers,
+        ..Default::default()
+    };
     let started = Instant::now();
-    let mut last = Instant::now();
     let report = indexes::build_historic(
         &DataDir::new(data),
         &indexes::HistoricBuild {
@@ -546,30 +615,13 @@ fn build_historic(
             days,
             seeds: &seeds,
             params,
+            build,
         },
-        &mut |path, p| {
-            if last.elapsed().as_millis() >= 500 {
-                last = Instant::now();
-                eprint!(
-                    "\r{}: {}/{} bytes, {} links   ",
-                    path.display(),
-                    p.bytes_read,
-                    p.bytes_total,
-                    p.links
-                );
-            }
-        },
+        &show_build_progress,
         &mut |step| eprintln!("\n[{:>6.1}s] {step}", started.elapsed().as_secs_f64()),
     )?;
-    for s in &report.files {
-        print_summary(s, 0.0);
-        if s.pages_out_of_range > 0 {
-            println!(
-                "  {} crawls outside the date range left out",
-                s.pages_out_of_range
-            );
-        }
-    }
+    print_build_report(&report.build);
+    println!("  flow metrics: {:.1}s", report.flow_seconds);
     println!(
         "historic snapshot {} built in {:.1}s ({} links in the flow graph); replaced {}{}",
         report.name,
@@ -704,6 +756,85 @@ fn ingest_files(
     Ok(())
 }
 
+fn bulk_ingest(
+    dir: &DataDir,
+    index: IndexKind,
+    files: &[PathBuf],
+    opts: &bulkbuild::BuildOptions,
+    window_days: u32,
+) -> Result<()> {
+    println!(
+        "{index} index is empty: bulk build with {} workers, {} MiB for sorting",
+        opts.workers,
+        opts.memory_bytes >> 20
+    );
+    let r = indexes::bulk_ingest(dir, index, files, opts, window_days, &show_build_progress)?;
+    print_build_report(&r.build);
+    if r.expired.links + r.expired.pages > 0 {
+        println!(
+            "  fresh window: {} links and {} pages expired",
+            r.expired.links, r.expired.pages
+        );
+    }
+    Ok(())
+}
+
+/// One status line per report (every 0.5 s), overwritten in place.
+fn show_build_progress(p: &bulkbuild::Progress) {
+    let mut line = format!(
+        "\r[{:>6.1}s] {}: {}/{} MiB read, {} crawls, {} pages replayed, {} view groups, {} rows written",
+        p.seconds,
+        p.stage.name(),
+        p.bytes_read >> 20,
+        p.bytes_total >> 20,
+        p.crawls,
+        p.pages,
+        p.groups,
+        p.rows_written,
+    );
+    if p.seconds > 0.0 {
+        line += &format!(", {:.0} crawls/s", p.crawls as f64 / p.seconds);
+    }
+    if let Some(eta) = p.read_eta() {
+        line += &format!(", reading ends in {eta:.0}s");
+    }
+    eprint!("{line}   ");
+}
+
+fn print_build_report(r: &bulkbuild::BuildReport) {
+    eprintln!();
+    for s in &r.files {
+        print_summary(s, 0.0);
+    }
+    let links = r.links_read();
+    println!(
+        "bulk build: {} pages, {} links stored from {links} links read ({} new, {} deleted); {} crawls applied, {} skipped",
+        r.pages.pages,
+        r.pages.links,
+        r.pages.stats.links_new,
+        r.pages.stats.links_deleted,
+        r.pages.crawls_applied,
+        r.pages.crawls_skipped,
+    );
+    println!(
+        "total: {} files, {links} links in {:.1}s ({:.0} links/s), {} bad records",
+        r.files.len(),
+        r.seconds(),
+        links as f64 / r.seconds().max(1e-3),
+        r.files.iter().map(|f| f.bad_records).sum::<u64>()
+    );
+    println!(
+        "  read {:.1}s, sort/reduce/write {:.1}s, ingest {:.1}s: {:.0} links read/s; {} SST files, {} MiB, {} rows",
+        r.read_seconds,
+        r.reduce_seconds,
+        r.ingest_seconds,
+        links as f64 / r.seconds().max(1e-3),
+        r.sst_files,
+        r.sst_bytes >> 20,
+        r.rows
+    );
+}
+
 fn print_summary(s: &FileSummary, secs: f64) {
     println!(
         "{}: {} records, {} pages applied ({} already known), {} other records, {} links ({} new, {} deleted) in {secs:.1}s",
@@ -730,6 +861,12 @@ fn print_summary(s: &FileSummary, secs: f64) {
     }
     if let Some(t) = &s.truncated {
         println!("  file ends early at {}: {}", t.at, t.reason);
+    }
+    if s.pages_out_of_range > 0 {
+        println!(
+            "  {} crawls outside the date range left out",
+            s.pages_out_of_range
+        );
     }
 }
 
@@ -874,14 +1011,17 @@ fn demo(dir: &Path, pages: usize) -> Result<()> {
     );
     let generated = webgen::generate(&spec, &crawl_dir, &mut |_, _| {})
         .with_context(|| format!("writing {}", crawl_dir.display()))?;
-    let store = DataDir::new(&data).open(IndexKind::Historic, &StoreOptions::default())?;
-    ingest_files(
-        &store,
-        IndexKind::Historic,
-        &generated.files,
-        2000,
-        indexes::DEFAULT_WINDOW_DAYS,
-    )?;
+    let data_dir = DataDir::new(&data);
+    if indexes::is_empty_index(&data_dir, IndexKind::Historic)? {
+        bulk_ingest(
+            &data_dir,
+            IndexKind::Historic,
+            &generated.files,
+            &bulkbuild::BuildOptions::default(),
+            indexes::DEFAULT_WINDOW_DAYS,
+        )?;
+    }
+    let store = data_dir.open(IndexKind::Historic, &StoreOptions::default())?;
     println!();
     let seeds = flow::parse_seeds(DEMO_SEEDS, "data/demo-seeds.tsv")?;
     run_flow(&store, &seeds, None)?;

@@ -100,6 +100,18 @@ impl Table {
         u64::from_be_bytes(h)
     }
 
+    /// True when the table's rows are contributions that [`combine`] merges.
+    pub fn combines(self) -> bool {
+        !matches!(
+            self,
+            Table::Links
+                | Table::Pages
+                | Table::Backlinks
+                | Table::RefDomainsRanked
+                | Table::AnchorsRanked
+        )
+    }
+
     /// When the table's rows are final: 0, as [`PageRows`] emits them; later stages once
     /// every table of a lower stage is reduced (their reductions feed this one).
     pub fn stage(self) -> u8 {
@@ -392,17 +404,7 @@ impl Reducer {
             Table::RefDomains => {
                 let mut acc: Option<RefDomain> = None;
                 for v in values {
-                    let d = RefDomain::decode(v)?;
-                    match &mut acc {
-                        None => acc = Some(d),
-                        Some(a) => {
-                            a.links += d.links;
-                            a.deleted_links += d.deleted_links;
-                            a.nofollow_links += d.nofollow_links;
-                            a.first_seen = min_nonzero(a.first_seen, d.first_seen);
-                            a.last_seen = a.last_seen.max(d.last_seen);
-                        }
-                    }
+                    fold_ref_domain(&mut acc, RefDomain::decode(v)?);
                 }
                 let Some(row) = acc.filter(|r| r.links > 0) else {
                     return Ok(());
@@ -422,16 +424,7 @@ impl Reducer {
             Table::Anchors => {
                 let mut acc: Option<AnchorText> = None;
                 for v in values {
-                    let a = AnchorText::decode(v)?;
-                    match &mut acc {
-                        None => acc = Some(a),
-                        Some(s) => {
-                            s.ref_domains += a.ref_domains;
-                            s.links += a.links;
-                            s.deleted_links += a.deleted_links;
-                            s.nofollow_links += a.nofollow_links;
-                        }
-                    }
+                    fold_anchor(&mut acc, AnchorText::decode(v)?);
                 }
                 let Some(row) = acc.filter(|r| r.links > 0) else {
                     return Ok(());
@@ -464,9 +457,7 @@ impl Reducer {
             Table::Timeline => {
                 let mut acc = TimelineDelta::default();
                 for v in values {
-                    let d = TimelineDelta::decode(v)?;
-                    acc.found += d.found;
-                    acc.lost += d.lost;
+                    fold_timeline(&mut acc, TimelineDelta::decode(v)?);
                 }
                 if acc.found != 0 || acc.lost != 0 {
                     emit(table, key.to_vec(), acc.encode());
@@ -482,6 +473,73 @@ impl Reducer {
         }
         Ok(())
     }
+}
+
+fn fold_ref_domain(acc: &mut Option<RefDomain>, d: RefDomain) {
+    match acc {
+        None => *acc = Some(d),
+        Some(a) => {
+            a.links += d.links;
+            a.deleted_links += d.deleted_links;
+            a.nofollow_links += d.nofollow_links;
+            a.first_seen = min_nonzero(a.first_seen, d.first_seen);
+            a.last_seen = a.last_seen.max(d.last_seen);
+        }
+    }
+}
+
+fn fold_anchor(acc: &mut Option<AnchorText>, a: AnchorText) {
+    match acc {
+        None => *acc = Some(a),
+        Some(s) => {
+            s.ref_domains += a.ref_domains;
+            s.links += a.links;
+            s.deleted_links += a.deleted_links;
+            s.nofollow_links += a.nofollow_links;
+        }
+    }
+}
+
+fn fold_timeline(acc: &mut TimelineDelta, d: TimelineDelta) {
+    acc.found += d.found;
+    acc.lost += d.lost;
+}
+
+/// Combines two contributions to one row of `table` into one (what reducing both would
+/// give), so a builder can shrink its rows before sorting them. `None` for tables whose
+/// rows are not contributions (links, pages, backlinks, ranked copies).
+pub fn combine(table: Table, a: &[u8], b: &[u8]) -> Result<Option<Vec<u8>>> {
+    let cf = table.cf_name();
+    Ok(Some(match table {
+        Table::Links
+        | Table::Pages
+        | Table::Backlinks
+        | Table::RefDomainsRanked
+        | Table::AnchorsRanked => return Ok(None),
+        Table::Distinct | Table::Urls => {
+            count(Reader::new(a, cf).ivarint()? + Reader::new(b, cf).ivarint()?)
+        }
+        Table::Counters => {
+            let mut acc = Counters::decode(a)?;
+            accumulate(&mut acc, &Counters::decode(b)?);
+            acc.encode()
+        }
+        Table::RefDomains => {
+            let mut acc = Some(RefDomain::decode(a)?);
+            fold_ref_domain(&mut acc, RefDomain::decode(b)?);
+            acc.expect("folded into Some").encode()
+        }
+        Table::Anchors => {
+            let mut acc = Some(AnchorText::decode(a)?);
+            fold_anchor(&mut acc, AnchorText::decode(b)?);
+            acc.expect("folded into Some").encode()
+        }
+        Table::Timeline => {
+            let mut acc = TimelineDelta::decode(a)?;
+            fold_timeline(&mut acc, TimelineDelta::decode(b)?);
+            acc.encode()
+        }
+    }))
 }
 
 fn sum_counts(values: &mut dyn Iterator<Item = &[u8]>, cf: &'static str) -> Result<i64> {
