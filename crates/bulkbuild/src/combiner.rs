@@ -6,6 +6,7 @@ use crate::error::Result;
 use linkstore::build::{combine, Table};
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
+use xxhash_rust::xxh3::Xxh3DefaultBuilder;
 
 /// A row between operators: `(table, key, value)`.
 pub(crate) type Row = (u8, Vec<u8>, Vec<u8>);
@@ -14,7 +15,7 @@ pub(crate) type Row = (u8, Vec<u8>, Vec<u8>);
 const ENTRY_OVERHEAD: usize = 64;
 
 pub(crate) struct Combiner {
-    rows: HashMap<(u8, Vec<u8>), Vec<u8>>,
+    rows: HashMap<(u8, Vec<u8>), Vec<u8>, Xxh3DefaultBuilder>,
     bytes: usize,
     budget: usize,
 }
@@ -22,7 +23,7 @@ pub(crate) struct Combiner {
 impl Combiner {
     pub(crate) fn new(budget: usize) -> Combiner {
         Combiner {
-            rows: HashMap::new(),
+            rows: HashMap::default(),
             bytes: 0,
             budget,
         }

@@ -31,6 +31,11 @@ use timely::dataflow::operators::Input;
 use timely::dataflow::InputHandleVec;
 use timely::progress::frontier::MutableAntichain;
 
+/// Bytes of rows a page worker combines before sending them on: small enough to stay in
+/// cache, large enough to fold the hot rows (the index's and busy hosts' counters and
+/// timeline days).
+const COMBINER_BUDGET: usize = 8 << 20;
+
 /// Groups handled per activation before yielding to other operators.
 const GROUPS_PER_SLICE: usize = 4096;
 
@@ -338,7 +343,7 @@ impl PagesOp {
             shared,
             progress: plan.progress.clone(),
             crawls: Vec::new(),
-            combiner: Combiner::new(plan.sorter_budget),
+            combiner: Combiner::new(COMBINER_BUDGET),
         }
     }
 

@@ -19,15 +19,31 @@ use std::io::{BufRead, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
 /// Bytes of bookkeeping per row in memory besides its key and value.
-const ROW_OVERHEAD: usize = 12;
+const ROW_OVERHEAD: usize = std::mem::size_of::<RowRef>();
+
+/// A row in the arena: the first 8 bytes of `table | key` (most comparisons end there:
+/// keys start with a hash), its offset, and the lengths of `table | key` and value.
+#[derive(Clone, Copy)]
+struct RowRef {
+    prefix: u64,
+    offset: u32,
+    key_len: u32,
+    value_len: u32,
+}
+
+fn prefix_of(table_and_key: &[u8]) -> u64 {
+    let mut p = [0u8; 8];
+    let n = table_and_key.len().min(8);
+    p[..n].copy_from_slice(&table_and_key[..n]);
+    u64::from_be_bytes(p)
+}
 
 pub struct Sorter {
     dir: PathBuf,
     name: String,
     budget: usize,
     arena: Vec<u8>,
-    /// (offset in `arena`, length of table byte + key, length of value).
-    rows: Vec<(u32, u32, u32)>,
+    rows: Vec<RowRef>,
     runs: Vec<PathBuf>,
     /// Rows and bytes handed in (for progress).
     pub rows_in: u64,
@@ -58,8 +74,13 @@ impl Sorter {
         self.arena.push(table as u8);
         self.arena.extend_from_slice(key);
         self.arena.extend_from_slice(value);
-        self.rows
-            .push((offset as u32, key.len() as u32 + 1, value.len() as u32));
+        let key_len = key.len() + 1;
+        self.rows.push(RowRef {
+            prefix: prefix_of(&self.arena[offset..offset + key_len]),
+            offset: offset as u32,
+            key_len: key_len as u32,
+            value_len: value.len() as u32,
+        });
         self.rows_in += 1;
         if self.arena.len() + self.rows.len() * ROW_OVERHEAD >= self.budget {
             self.spill()?;
@@ -69,8 +90,9 @@ impl Sorter {
 
     fn sort(&mut self) {
         let arena = &self.arena;
-        let key = |&(o, k, _): &(u32, u32, u32)| &arena[o as usize..(o + k) as usize];
-        self.rows.sort_unstable_by(|a, b| key(a).cmp(key(b)));
+        let key = |r: &RowRef| &arena[r.offset as usize..(r.offset + r.key_len) as usize];
+        self.rows
+            .sort_unstable_by(|a, b| a.prefix.cmp(&b.prefix).then_with(|| key(a).cmp(key(b))));
     }
 
     fn spill(&mut self) -> Result<()> {
@@ -84,7 +106,8 @@ impl Sorter {
         let file = File::create(&path).map_err(|e| Error::io(&path, e))?;
         let mut out = BufWriter::with_capacity(1 << 20, file);
         let mut header = Vec::with_capacity(20);
-        for &(o, k, v) in &self.rows {
+        for r in &self.rows {
+            let (o, k, v) = (r.offset, r.key_len, r.value_len);
             header.clear();
             put_uvarint(&mut header, u64::from(k));
             put_uvarint(&mut header, u64::from(v));
@@ -213,7 +236,7 @@ impl Drop for Sorter {
 enum Merge {
     Memory {
         arena: Vec<u8>,
-        rows: Vec<(u32, u32, u32)>,
+        rows: Vec<RowRef>,
         at: usize,
     },
     Runs(Heap),
@@ -224,11 +247,11 @@ impl Merge {
     fn next(&mut self) -> Result<Option<(&[u8], &[u8])>> {
         match self {
             Merge::Memory { arena, rows, at } => {
-                let Some(&(o, k, v)) = rows.get(*at) else {
+                let Some(r) = rows.get(*at) else {
                     return Ok(None);
                 };
                 *at += 1;
-                let (o, k, v) = (o as usize, k as usize, v as usize);
+                let (o, k, v) = (r.offset as usize, r.key_len as usize, r.value_len as usize);
                 Ok(Some((&arena[o..o + k], &arena[o + k..o + k + v])))
             }
             Merge::Runs(heap) => heap.next(),

@@ -17,10 +17,11 @@ macro_rules! counter_fields {
         }
 
         const FIELD_KINDS: &[FieldKind] = &[$(FieldKind::$kind,)*];
+        const FIELDS: usize = FIELD_KINDS.len();
 
         impl Counters {
-            fn to_array(self) -> Vec<i64> {
-                vec![$(self.$name,)*]
+            fn to_array(self) -> [i64; FIELDS] {
+                [$(self.$name,)*]
             }
 
             fn from_slice(v: &[i64]) -> Counters {
@@ -99,17 +100,23 @@ impl Counters {
     }
 }
 
-fn decode_fields(buf: &[u8]) -> Result<Vec<i64>> {
+/// The fields of an encoded value; fields beyond those this build knows are ignored
+/// (they are only ever appended).
+fn decode_fields(buf: &[u8]) -> Result<[i64; FIELDS]> {
     let mut r = Reader::new(buf, "counters");
     r.version(COUNTERS_VERSION)?;
     let n = r.u8()? as usize;
-    (0..n).map(|_| r.ivarint()).collect()
+    let mut out = [0i64; FIELDS];
+    for i in 0..n {
+        let v = r.ivarint()?;
+        if let Some(slot) = out.get_mut(i) {
+            *slot = v;
+        }
+    }
+    Ok(out)
 }
 
-fn combine(acc: &mut Vec<i64>, delta: &[i64]) {
-    if acc.len() < delta.len() {
-        acc.resize(delta.len(), 0);
-    }
+fn combine(acc: &mut [i64; FIELDS], delta: &[i64; FIELDS]) {
     for (i, (&d, kind)) in delta.iter().zip(FIELD_KINDS).enumerate() {
         let a = &mut acc[i];
         match kind {
