@@ -125,3 +125,33 @@ fn a_store_with_crawls_is_refused() {
     let err = build(&dir, &files, &BuildOptions::default(), &|_| {}).unwrap_err();
     assert!(err.to_string().contains("already holds crawls"), "{err}");
 }
+
+/// Every real crawl file of `../shared/data` (WARC with HTML, WAT), both ways.
+#[test]
+fn real_crawl_files_build_the_same_store_both_ways() {
+    const FILES: &[&str] = &[
+        "warc/aut-example.warc.gz",
+        "warc/resiliparse-warcfile.warc.gz",
+        "warc/resiliparse-clueweb-quirk.warc.gz",
+        "warc/jwarc-cc.warc.gz",
+        "warc/whirlwind.warc.gz",
+        "warc/cc-link-extraction-test.warc",
+        "wat/fluo-webindex-wat-18.warc",
+        "wat/pycommoncrawl-file1.warc.wat.gz",
+    ];
+    let tmp = tempfile::tempdir().unwrap();
+    for (i, rel) in FILES.iter().enumerate() {
+        let Some(path) = testdata::shared(rel) else {
+            return;
+        };
+        let files = vec![path];
+        let expected = incremental(&tmp.path().join(format!("inc{i}")), &files, 64);
+        let dir = tmp.path().join(format!("bulk{i}"));
+        let report = build(&dir, &files, &BuildOptions::default(), &|_| {}).unwrap();
+        let got = rows(&Store::open(&dir, &StoreOptions::default()).unwrap());
+        assert_eq!(report.files[0].bad_records, 0, "{rel}");
+        for table in Table::ALL {
+            assert_eq!(expected[&table], got[&table], "{rel}: {table:?}");
+        }
+    }
+}

@@ -23,6 +23,21 @@ pub(crate) fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     out.extend_from_slice(b);
 }
 
+/// An optional IP address: `len u8` (0, 4 or 16) then the address bytes.
+pub(crate) fn put_ip(out: &mut Vec<u8>, ip: Option<std::net::IpAddr>) {
+    match ip {
+        None => out.push(0),
+        Some(std::net::IpAddr::V4(v4)) => {
+            out.push(4);
+            out.extend_from_slice(&v4.octets());
+        }
+        Some(std::net::IpAddr::V6(v6)) => {
+            out.push(16);
+            out.extend_from_slice(&v6.octets());
+        }
+    }
+}
+
 /// A cursor over an encoded value; every read names the column family on failure.
 pub(crate) struct Reader<'a> {
     buf: &'a [u8],
@@ -87,6 +102,20 @@ impl<'a> Reader<'a> {
     pub(crate) fn string(&mut self) -> Result<String> {
         let b = self.bytes()?;
         String::from_utf8(b.to_vec()).map_err(|_| Error::corrupt(self.cf, "string is not UTF-8"))
+    }
+
+    /// An address written by [`put_ip`].
+    pub(crate) fn ip(&mut self) -> Result<Option<std::net::IpAddr>> {
+        Ok(match self.u8()? {
+            0 => None,
+            4 => Some(<[u8; 4]>::try_from(self.take(4)?).expect("4 bytes").into()),
+            16 => Some(
+                <[u8; 16]>::try_from(self.take(16)?)
+                    .expect("16 bytes")
+                    .into(),
+            ),
+            n => return Err(Error::corrupt(self.cf, format!("IP length {n}"))),
+        })
     }
 
     /// Checks the leading version byte of a value.

@@ -1,7 +1,7 @@
 //! What one crawl of one page says, in crawl-format-neutral terms, and the per-page state
 //! the store keeps to apply crawls in order.
 
-use crate::codec::{put_bytes, put_ivarint, put_uvarint, Reader};
+use crate::codec::{put_bytes, put_ip, put_ivarint, put_uvarint, Reader};
 use crate::error::{Error, Result};
 use crate::record::LinkKind;
 use std::net::IpAddr;
@@ -57,17 +57,7 @@ impl PageCrawl {
         out.push(CRAWL_VERSION);
         put_bytes(&mut out, self.url.as_bytes());
         put_ivarint(&mut out, self.fetched_at);
-        match self.ip {
-            None => out.push(0),
-            Some(IpAddr::V4(v4)) => {
-                out.push(4);
-                out.extend_from_slice(&v4.octets());
-            }
-            Some(IpAddr::V6(v6)) => {
-                out.push(16);
-                out.extend_from_slice(&v6.octets());
-            }
-        }
+        put_ip(&mut out, self.ip);
         match &self.outcome {
             CrawlOutcome::Html { links } => {
                 out.push(0);
@@ -106,16 +96,7 @@ impl PageCrawl {
         r.version(CRAWL_VERSION)?;
         let url = r.string()?;
         let fetched_at = r.ivarint()?;
-        let ip = match r.u8()? {
-            0 => None,
-            4 => Some(IpAddr::from(
-                <[u8; 4]>::try_from(r.take(4)?).expect("4 bytes"),
-            )),
-            16 => Some(IpAddr::from(
-                <[u8; 16]>::try_from(r.take(16)?).expect("16 bytes"),
-            )),
-            n => return Err(Error::corrupt(CF, format!("IP length {n}"))),
-        };
+        let ip = r.ip()?;
         let outcome = match r.u8()? {
             0 => {
                 let n = r.uvarint()? as usize;

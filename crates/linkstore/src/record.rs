@@ -1,7 +1,7 @@
 //! The link record: one source URL → target URL link with every per-link attribute.
 //! Encoding version 1 (layout diagram in `docs/format.md`).
 
-use crate::codec::{put_bytes, put_uvarint, Reader};
+use crate::codec::{put_bytes, put_ip, put_uvarint, Reader};
 use crate::error::{Error, Result};
 use roaring::RoaringBitmap;
 use std::net::IpAddr;
@@ -214,17 +214,7 @@ impl LinkRecord {
         put_bytes(&mut out, self.target_url.as_bytes());
         put_bytes(&mut out, self.anchor_text.as_bytes());
         put_bytes(&mut out, self.alt_text.as_bytes());
-        match self.source_ip {
-            None => out.push(0),
-            Some(IpAddr::V4(v4)) => {
-                out.push(4);
-                out.extend_from_slice(&v4.octets());
-            }
-            Some(IpAddr::V6(v6)) => {
-                out.push(16);
-                out.extend_from_slice(&v6.octets());
-            }
-        }
+        put_ip(&mut out, self.source_ip);
         let mut hist = Vec::with_capacity(self.history.serialized_size());
         self.history
             .serialize_into(&mut hist)
@@ -261,18 +251,7 @@ impl LinkRecord {
         let target_url = r.string()?;
         let anchor_text = r.string()?;
         let alt_text = r.string()?;
-        let source_ip = match r.u8()? {
-            0 => None,
-            4 => {
-                let b: [u8; 4] = r.take(4)?.try_into().expect("4 bytes");
-                Some(IpAddr::from(b))
-            }
-            16 => {
-                let b: [u8; 16] = r.take(16)?.try_into().expect("16 bytes");
-                Some(IpAddr::from(b))
-            }
-            n => return Err(Error::corrupt("links", format!("IP length {n}"))),
-        };
+        let source_ip = r.ip()?;
         let history = RoaringBitmap::deserialize_from(r.bytes()?)
             .map_err(|e| Error::corrupt("links", format!("crawl history: {e}")))?;
         let source_out = SourceOutlinks {
