@@ -143,16 +143,16 @@ fn build_into(
             while !done.load(Ordering::Relaxed) {
                 let secs = started.elapsed().as_secs_f64();
                 let all_read = progress::Counters::get(&progress.files_read) == files.len() as u64;
-                let stage = if all_read {
-                    read_done_at
+                let (stage, stage_secs) = if all_read {
+                    let read_secs = *read_done_at
                         .lock()
                         .unwrap_or_else(|p| p.into_inner())
                         .get_or_insert(secs);
-                    Stage::Reduce
+                    (Stage::Reduce, secs - read_secs)
                 } else {
-                    Stage::Read
+                    (Stage::Read, secs)
                 };
-                on_progress(&Progress::of(&progress, stage, secs));
+                on_progress(&Progress::of(&progress, stage, secs, stage_secs));
                 std::thread::sleep(Duration::from_millis(500));
             }
         });
@@ -187,7 +187,7 @@ fn build_into(
     }
     summaries.sort_by_key(|(i, _)| *i);
 
-    on_progress(&Progress::of(&progress, Stage::Ingest, reduced_at));
+    on_progress(&Progress::of(&progress, Stage::Ingest, reduced_at, 0.0));
     let ingest_started = Instant::now();
     let mut sst_files = 0;
     for table in Table::ALL {

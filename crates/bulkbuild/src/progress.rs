@@ -50,7 +50,9 @@ impl Stage {
 #[derive(Debug, Clone, Copy)]
 pub struct Progress {
     pub stage: Stage,
+    /// Since the build started, and since its current stage started.
     pub seconds: f64,
+    pub stage_seconds: f64,
     pub bytes_read: u64,
     pub bytes_total: u64,
     pub crawls: u64,
@@ -63,10 +65,11 @@ pub struct Progress {
 }
 
 impl Progress {
-    pub(crate) fn of(c: &Counters, stage: Stage, seconds: f64) -> Progress {
+    pub(crate) fn of(c: &Counters, stage: Stage, seconds: f64, stage_seconds: f64) -> Progress {
         Progress {
             stage,
             seconds,
+            stage_seconds,
             bytes_read: Counters::get(&c.bytes_read),
             bytes_total: Counters::get(&c.bytes_total),
             crawls: Counters::get(&c.crawls),
@@ -77,11 +80,39 @@ impl Progress {
         }
     }
 
-    /// Seconds left in the read stage at its current rate, when it can be told.
-    pub fn read_eta(&self) -> Option<f64> {
-        (self.stage == Stage::Read && self.bytes_read > 0 && self.seconds > 0.0).then(|| {
-            let rate = self.bytes_read as f64 / self.seconds;
-            self.bytes_total.saturating_sub(self.bytes_read) as f64 / rate
-        })
+    /// What the stage is doing now: crawls read, pages replayed, then view groups
+    /// reduced once every page is replayed.
+    pub fn unit(&self) -> &'static str {
+        match self.stage {
+            Stage::Read => "crawls",
+            _ if self.pages < self.crawls => "pages",
+            _ => "view groups",
+        }
+    }
+
+    /// The stage's work ([`Progress::unit`]) done per second so far.
+    pub fn rate(&self) -> f64 {
+        let done = match self.unit() {
+            "crawls" => self.crawls,
+            "pages" => self.pages,
+            _ => self.groups,
+        };
+        done as f64 / self.stage_seconds.max(1e-3)
+    }
+
+    /// Seconds left in the stage at its rate so far, when it can be told: reading by
+    /// bytes; replaying by pages (every crawl read is at most one page). Reducing views
+    /// after the last page has no known total.
+    pub fn eta(&self) -> Option<f64> {
+        match self.stage {
+            Stage::Read if self.bytes_read > 0 => {
+                let rate = self.bytes_read as f64 / self.stage_seconds.max(1e-3);
+                Some(self.bytes_total.saturating_sub(self.bytes_read) as f64 / rate)
+            }
+            Stage::Reduce if self.pages > 0 && self.pages < self.crawls => {
+                Some((self.crawls - self.pages) as f64 / self.rate())
+            }
+            _ => None,
+        }
     }
 }

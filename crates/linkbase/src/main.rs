@@ -781,8 +781,9 @@ fn bulk_ingest(
 
 /// One status line per report (every 0.5 s), overwritten in place.
 fn show_build_progress(p: &bulkbuild::Progress) {
+    let unit = p.unit();
     let mut line = format!(
-        "\r[{:>6.1}s] {}: {}/{} MiB read, {} crawls, {} pages replayed, {} view groups, {} rows written",
+        "\r[{:>6.1}s] {}: {}/{} MiB read, {} crawls, {} pages replayed, {} view groups reduced, {} rows written; {:.0} {unit}/s",
         p.seconds,
         p.stage.name(),
         p.bytes_read >> 20,
@@ -791,12 +792,10 @@ fn show_build_progress(p: &bulkbuild::Progress) {
         p.pages,
         p.groups,
         p.rows_written,
+        p.rate(),
     );
-    if p.seconds > 0.0 {
-        line += &format!(", {:.0} crawls/s", p.crawls as f64 / p.seconds);
-    }
-    if let Some(eta) = p.read_eta() {
-        line += &format!(", reading ends in {eta:.0}s");
+    if let Some(eta) = p.eta() {
+        line += &format!(", {eta:.0}s left in this stage");
     }
     eprint!("{line}   ");
 }
