@@ -90,14 +90,16 @@ impl Progress {
         }
     }
 
-    /// The stage's work ([`Progress::unit`]) done per second so far.
-    pub fn rate(&self) -> f64 {
+    /// The stage's work ([`Progress::unit`]) done per second so far; none while the
+    /// stage is too young to tell, or while ingesting.
+    pub fn rate(&self) -> Option<f64> {
         let done = match self.unit() {
             "crawls" => self.crawls,
             "pages" => self.pages,
             _ => self.groups,
         };
-        done as f64 / self.stage_seconds.max(1e-3)
+        (self.stage != Stage::Ingest && self.stage_seconds >= 0.5)
+            .then(|| done as f64 / self.stage_seconds)
     }
 
     /// Seconds left in the stage at its rate so far, when it can be told: reading by
@@ -109,9 +111,9 @@ impl Progress {
                 let rate = self.bytes_read as f64 / self.stage_seconds.max(1e-3);
                 Some(self.bytes_total.saturating_sub(self.bytes_read) as f64 / rate)
             }
-            Stage::Reduce if self.pages > 0 && self.pages < self.crawls => {
-                Some((self.crawls - self.pages) as f64 / self.rate())
-            }
+            Stage::Reduce if self.pages > 0 && self.pages < self.crawls => self
+                .rate()
+                .map(|rate| (self.crawls - self.pages) as f64 / rate),
             _ => None,
         }
     }

@@ -781,9 +781,8 @@ fn bulk_ingest(
 
 /// One status line per report (every 0.5 s), overwritten in place.
 fn show_build_progress(p: &bulkbuild::Progress) {
-    let unit = p.unit();
     let mut line = format!(
-        "\r[{:>6.1}s] {}: {}/{} MiB read, {} crawls, {} pages replayed, {} view groups reduced, {} rows written; {:.0} {unit}/s",
+        "\r[{:>6.1}s] {}: {}/{} MiB read, {} crawls, {} pages replayed, {} view groups reduced, {} rows written",
         p.seconds,
         p.stage.name(),
         p.bytes_read >> 20,
@@ -792,8 +791,10 @@ fn show_build_progress(p: &bulkbuild::Progress) {
         p.pages,
         p.groups,
         p.rows_written,
-        p.rate(),
     );
+    if let Some(rate) = p.rate() {
+        line += &format!("; {rate:.0} {}/s", p.unit());
+    }
     if let Some(eta) = p.eta() {
         line += &format!(", {eta:.0}s left in this stage");
     }
