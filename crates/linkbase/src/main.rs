@@ -11,6 +11,11 @@ use linkstore::{format_day, BacklinkQuery, Counters, Item, Store, StoreOptions};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+/// Builds and ingest allocate many small rows from several threads at once; mimalloc's
+/// per-thread heaps keep that off a shared lock (`docs/benchmarks.md`, "Bulk build").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "linkbase",
