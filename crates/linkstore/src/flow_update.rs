@@ -50,7 +50,7 @@ impl Store {
         // ending at [0xff] covers every later generation exactly.
         let next = if current >= 254 { 0 } else { current + 1 };
         for cf in [CF_BACKLINKS, CF_METRICS] {
-            self.clear_other_generations(cf, current)?;
+            self.clear_other_generations(cf, current, false)?;
         }
         Ok(FlowUpdate {
             store: self,
@@ -63,13 +63,21 @@ impl Store {
         })
     }
 
-    /// Deletes every row of `cf` outside generation `keep`.
-    fn clear_other_generations(&self, cf: &str, keep: u8) -> Result<()> {
+    /// Deletes every row of `cf` outside generation `keep`. With `drop_files`, SST files
+    /// holding only such rows are removed at once instead of waiting for compaction:
+    /// only when no reader can hold a snapshot that still needs them.
+    fn clear_other_generations(&self, cf: &str, keep: u8, drop_files: bool) -> Result<()> {
         let cf = self.cf(cf);
+        let mut ranges = vec![([keep + 1], [0xffu8])];
         if keep > 0 {
-            self.db.delete_range_cf(cf, [0u8], [keep])?;
+            ranges.push(([0u8], [keep]));
         }
-        self.db.delete_range_cf(cf, [keep + 1], [0xffu8])?;
+        for (from, to) in ranges {
+            if drop_files {
+                self.db.delete_file_in_range_cf(cf, from, to)?;
+            }
+            self.db.delete_range_cf(cf, from, to)?;
+        }
         Ok(())
     }
 }
@@ -149,13 +157,15 @@ impl FlowUpdate<'_> {
         let mut sync = WriteOptions::default();
         sync.set_sync(true);
         s.db.put_cf_opt(s.cf(CF_META), b"generation", [self.next], &sync)?;
-        // A served store's readers must see the new rows before they ask for them.
-        if s.is_published() {
+        // A served store's readers must see the new rows before they ask for them; a
+        // reader may still hold the previous snapshot, so its files stay until compacted.
+        let served = s.is_published();
+        if served {
             s.publish();
         }
         s.set_generation(self.next);
         for cf in [CF_BACKLINKS, CF_METRICS] {
-            s.clear_other_generations(cf, self.next)?;
+            s.clear_other_generations(cf, self.next, !served)?;
         }
         progress(report.backlink_rows);
         Ok(report)
