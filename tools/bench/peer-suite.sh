@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Linkbase against PostgreSQL 15 on the same synthetic web, in one run, then the flow
-# benchmark against networkit. Installs wrk and PostgreSQL from Debian's packages, runs
-# PostgreSQL on a private socket, and prints a table with ratios
+# Linkbase against PostgreSQL 15 on the same synthetic web, in one run, DuckDB's load of
+# the same rows, then the flow benchmark against networkit. Installs wrk and PostgreSQL
+# from Debian's packages and duckdb from PyPI, runs PostgreSQL on a private socket, and
+# prints a table with ratios
 # (target/bench-data/suite/results.md). Method in docs/benchmarks.md, "Peer suite".
 #
 #   tools/bench/peer-suite.sh [PAGES]
@@ -144,6 +145,11 @@ pg_copy=$(secs_between "$t0" "$t1")
 pg_index=$(secs_between "$t1" "$t2")
 pg_agg=$(secs_between "$t2" "$t3")
 read -r pg_bytes pg_bytes_all < <("${PSQL[@]}" -At -F ' ' -c "SELECT pg_total_relation_size('links'), pg_total_relation_size('links') + pg_total_relation_size('refdomains') + pg_total_relation_size('anchors') + pg_total_relation_size('summary')")
+
+# --- DuckDB: the same rows and aggregate tables (PyPI duckdb) ------------------------------
+log "DuckDB load and aggregate tables"
+python3 -c "import duckdb" 2>/dev/null || pip install -q duckdb
+duck_line=$(python3 tools/bench/duckdb_load.py "$root/rows.csv" "$root/duckdb")
 rm -f "$root/rows.csv"
 
 # --- Queries: Linkbase in-process, PostgreSQL through pgbench (1 client) -----------------
@@ -283,6 +289,7 @@ print(f"| GetBackLinkData Count=100 / top-100 query: requests/s, p50, p99 | $lb_
 print(f"| GetIndexItemInfo 1 item / summary row: requests/s, p50, p99 | $lb_rps_info, $lb_p50_info, $lb_p99_info | $pg_tps_info, $pg_p50_info, $pg_p99_info | {float('$lb_rps_info')/float('$pg_tps_info'):.2f} |")
 print()
 print("Flow: $flow_line")
+print("DuckDB (same rows, same aggregate tables, from the same CSV): $duck_line")
 EOF
 cat "$root/results.md"
 echo "commit $(git rev-parse --short HEAD), $(date -u +%Y-%m-%d)" | tee -a "$root/results.md"
