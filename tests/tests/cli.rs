@@ -24,6 +24,26 @@ fn stats(data: &Path, item: Option<&str>) -> String {
     run(&args)
 }
 
+/// Starts `linkbase ARGS FILES`, waits for `ready` to exist (so a slow start does not
+/// turn the kill into one before any work), lets it run `delay_ms` more, then SIGKILLs it:
+/// no destructor, no flush.
+fn kill_after(args: &[&str], files: &[String], ready: &Path, delay_ms: u64) {
+    let mut child = Command::new(linkbase())
+        .args(args)
+        .args(files)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while !ready.exists() && started.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(delay_ms));
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
 #[test]
 fn kill_9_during_incremental_ingest_then_rerun_equals_one_clean_run() {
     let tmp = tempfile::tempdir().unwrap();
@@ -44,32 +64,20 @@ fn kill_9_during_incremental_ingest_then_rerun_equals_one_clean_run() {
 
     // Kill the ingest at several points; each re-run must converge to the clean state.
     for delay_ms in [300u64, 900] {
-        let mut child = Command::new(linkbase())
-            .args([
-                "ingest",
-                "--incremental",
-                "--batch",
-                "200",
-                "--data",
-                killed.to_str().unwrap(),
-            ])
-            .args(&files)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        // Count from the moment the store exists, so a slow start does not turn the
-        // kill into one before any work.
-        let started = std::time::Instant::now();
-        while !killed.join("historic").join("CURRENT").exists()
-            && started.elapsed() < Duration::from_secs(30)
-        {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        std::thread::sleep(Duration::from_millis(delay_ms));
-        // SIGKILL: no destructor, no flush.
-        child.kill().unwrap();
-        child.wait().unwrap();
+        let args = [
+            "ingest",
+            "--incremental",
+            "--batch",
+            "200",
+            "--data",
+            killed.to_str().unwrap(),
+        ];
+        kill_after(
+            &args,
+            &files,
+            &killed.join("historic").join("CURRENT"),
+            delay_ms,
+        );
     }
     // The kills really interrupted the ingest: the store holds part of the data.
     let partial = stats(&killed, None);
@@ -140,27 +148,15 @@ fn kill_9_during_a_bulk_build_changes_nothing_and_a_rerun_equals_the_incremental
     run(&args);
 
     for delay_ms in [200u64, 600] {
-        let mut child = Command::new(linkbase())
-            .args([
-                "ingest",
-                "--memory",
-                "16M",
-                "--data",
-                killed.to_str().unwrap(),
-            ])
-            .args(&files)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let args = [
+            "ingest",
+            "--memory",
+            "16M",
+            "--data",
+            killed.to_str().unwrap(),
+        ];
         let building = killed.join("historic.building").join("CURRENT");
-        let started = std::time::Instant::now();
-        while !building.exists() && started.elapsed() < Duration::from_secs(30) {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        std::thread::sleep(Duration::from_millis(delay_ms));
-        child.kill().unwrap();
-        child.wait().unwrap();
+        kill_after(&args, &files, &building, delay_ms);
         // Nothing was published: the index is still absent, and says so.
         assert!(
             !killed.join("historic").exists(),

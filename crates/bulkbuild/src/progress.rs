@@ -83,21 +83,22 @@ impl Progress {
     /// What the stage is doing now: crawls read, pages replayed, then view groups
     /// reduced once every page is replayed.
     pub fn unit(&self) -> &'static str {
+        self.work().0
+    }
+
+    /// The unit of the work under way and how much of it is done.
+    fn work(&self) -> (&'static str, u64) {
         match self.stage {
-            Stage::Read => "crawls",
-            _ if self.pages < self.crawls => "pages",
-            _ => "view groups",
+            Stage::Read => ("crawls", self.crawls),
+            _ if self.pages < self.crawls => ("pages", self.pages),
+            _ => ("view groups", self.groups),
         }
     }
 
     /// The stage's work ([`Progress::unit`]) done per second so far; none while the
     /// stage is too young to tell, or while ingesting.
     pub fn rate(&self) -> Option<f64> {
-        let done = match self.unit() {
-            "crawls" => self.crawls,
-            "pages" => self.pages,
-            _ => self.groups,
-        };
+        let done = self.work().1;
         (self.stage != Stage::Ingest && self.stage_seconds >= 0.5)
             .then(|| done as f64 / self.stage_seconds)
     }

@@ -45,9 +45,6 @@ pub struct Sorter {
     arena: Vec<u8>,
     rows: Vec<RowRef>,
     runs: Vec<PathBuf>,
-    /// Rows and bytes handed in (for progress).
-    pub rows_in: u64,
-    pub bytes_spilled: u64,
 }
 
 impl Sorter {
@@ -60,8 +57,6 @@ impl Sorter {
             arena: Vec::new(),
             rows: Vec::new(),
             runs: Vec::new(),
-            rows_in: 0,
-            bytes_spilled: 0,
         }
     }
 
@@ -81,7 +76,6 @@ impl Sorter {
             key_len: key_len as u32,
             value_len: value.len() as u32,
         });
-        self.rows_in += 1;
         if self.arena.len() + self.rows.len() * ROW_OVERHEAD >= self.budget {
             self.spill()?;
         }
@@ -114,7 +108,6 @@ impl Sorter {
             out.write_all(&header)
                 .and_then(|()| out.write_all(&self.arena[o as usize..(o + k + v) as usize]))
                 .map_err(|e| Error::io(&path, e))?;
-            self.bytes_spilled += (header.len() + (k + v) as usize) as u64;
         }
         out.flush().map_err(|e| Error::io(&path, e))?;
         self.runs.push(path);

@@ -410,16 +410,18 @@ impl Reducer {
                     return Ok(());
                 };
                 let item_key = &key[..item_key_len(key, cf)?];
-                let value = row.encode();
-                emit(
-                    Table::RefDomainsRanked,
-                    ranked_key(item_key, &row.rank(), &row.domain),
-                    value.clone(),
-                );
                 let live = i64::from(row.live_links() > 0);
                 let delta = ref_domain_counters(&row.domain, 1, live);
                 emit(Table::Counters, item_key.to_vec(), delta.encode());
-                emit(table, key.to_vec(), value);
+                let ranked = ranked_key(item_key, &row.rank(), &row.domain);
+                emit_with_ranked(
+                    emit,
+                    table,
+                    key,
+                    Table::RefDomainsRanked,
+                    ranked,
+                    row.encode(),
+                );
             }
             Table::Anchors => {
                 let mut acc: Option<AnchorText> = None;
@@ -430,13 +432,8 @@ impl Reducer {
                     return Ok(());
                 };
                 let item_key = &key[..item_key_len(key, cf)?];
-                let value = row.encode();
-                emit(
-                    Table::AnchorsRanked,
-                    ranked_key(item_key, &row.rank(), &row.text),
-                    value.clone(),
-                );
-                emit(table, key.to_vec(), value);
+                let ranked = ranked_key(item_key, &row.rank(), &row.text);
+                emit_with_ranked(emit, table, key, Table::AnchorsRanked, ranked, row.encode());
             }
             Table::Urls => {
                 let n = sum_counts(values, cf)?;
@@ -473,6 +470,19 @@ impl Reducer {
         }
         Ok(())
     }
+}
+
+/// Emits an aggregate row and its ranked copy (same value, rank-ordered key).
+fn emit_with_ranked(
+    emit: &mut Emit<'_>,
+    table: Table,
+    key: &[u8],
+    ranked_table: Table,
+    ranked_key: Vec<u8>,
+    value: Vec<u8>,
+) {
+    emit(ranked_table, ranked_key, value.clone());
+    emit(table, key.to_vec(), value);
 }
 
 fn fold_ref_domain(acc: &mut Option<RefDomain>, d: RefDomain) {
@@ -593,10 +603,6 @@ impl TableFileWriter {
         self.last_key.extend_from_slice(key);
         self.rows += 1;
         Ok(true)
-    }
-
-    pub fn rows(&self) -> u64 {
-        self.rows
     }
 
     pub fn file_size(&self) -> u64 {
