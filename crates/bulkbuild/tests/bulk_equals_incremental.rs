@@ -155,3 +155,36 @@ fn real_crawl_files_build_the_same_store_both_ways() {
         }
     }
 }
+
+/// Bad records are skipped and counted as the incremental ingest counts them, the rest
+/// is built; a missing file is an error naming it.
+#[test]
+fn bad_records_are_counted_and_a_missing_file_is_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let good = r#"{"url":"http://a.com/","fetched_at":1700000000,"status":200,"links":[{"url":"http://b.com/x","text":"b"}]}"#;
+    let crawl = tmp.path().join("mixed.jsonl");
+    std::fs::write(&crawl, format!("{good}\nnot json at all\n{{\"url\":5}}\n")).unwrap();
+    let files = vec![crawl.clone()];
+    let expected = incremental(&tmp.path().join("inc"), &files, 64);
+    let dir = tmp.path().join("bulk");
+    let report = build(&dir, &files, &BuildOptions::default(), &|_| {}).unwrap();
+    assert_eq!(
+        report.files[0].bad_records, 2,
+        "{:?}",
+        report.files[0].problems
+    );
+    assert_eq!(report.pages.links, 1);
+    let got = rows(&Store::open(&dir, &StoreOptions::default()).unwrap());
+    assert_eq!(expected, got);
+
+    let missing = tmp.path().join("no-such-crawl.warc.gz");
+    let err = build(
+        &tmp.path().join("bulk2"),
+        &[crawl, missing.clone()],
+        &BuildOptions::default(),
+        &|_| {},
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("no-such-crawl.warc.gz"), "{err}");
+}
