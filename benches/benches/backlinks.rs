@@ -14,7 +14,7 @@ fn backlinks(c: &mut Criterion) {
         .unwrap_or(1_000_000);
     let store = hot_store(links);
     let item = Item::parse(HOT_URL).unwrap();
-    let total = store.counters(&item).unwrap().unwrap().ext_backlinks;
+    let total = store.read().counters(&item).unwrap().unwrap().ext_backlinks;
     assert!(total as usize >= links, "hot target has {total} backlinks");
 
     let mut g = c.benchmark_group("backlinks");
@@ -34,7 +34,7 @@ fn backlinks(c: &mut Criterion) {
     ] {
         g.bench_function(name, |b| {
             b.iter(|| {
-                let rows = store.backlinks(&item, &query).unwrap();
+                let rows = store.read().backlinks(&item, &query).unwrap();
                 assert_eq!(rows.len(), 100);
                 black_box(rows)
             })
@@ -44,7 +44,7 @@ fn backlinks(c: &mut Criterion) {
     let all = q(|q| q.count = 50_000);
     g.bench_function("count50000", |b| {
         b.iter(|| {
-            let rows = store.backlinks(&item, &all).unwrap();
+            let rows = store.read().backlinks(&item, &all).unwrap();
             assert_eq!(rows.len(), 50_000);
             black_box(rows)
         })
@@ -53,16 +53,16 @@ fn backlinks(c: &mut Criterion) {
 
     let mut g = c.benchmark_group("aggregates");
     g.bench_function("ref_domains_top100", |b| {
-        b.iter(|| black_box(store.ref_domains(&item, 0, 100).unwrap()))
+        b.iter(|| black_box(store.read().ref_domains(&item, 0, 100).unwrap()))
     });
     g.bench_function("anchors_top100", |b| {
-        b.iter(|| black_box(store.anchors(&item, 0, 100).unwrap()))
+        b.iter(|| black_box(store.read().anchors(&item, 0, 100).unwrap()))
     });
     let items: Vec<Item> = (0..100)
         .map(|i| Item::parse(&format!("http://cold{i}.net/")).unwrap())
         .collect();
     g.bench_function("counters_100_items", |b| {
-        b.iter(|| black_box(store.counters_many(&items).unwrap()))
+        b.iter(|| black_box(store.read().counters_many(&items).unwrap()))
     });
     g.finish();
 }

@@ -28,7 +28,7 @@ impl CrawlSink for Discard {
 fn bytes_per_link(db: &Path) -> f64 {
     let store = Store::open(db, &StoreOptions::default()).expect("open");
     store.compact().expect("compact");
-    let idx = store.index_counters().expect("counters");
+    let idx = store.read().index_counters().expect("counters");
     store.disk_bytes().expect("disk bytes") as f64
         / (idx.out_links_external + idx.out_links_internal).max(1) as f64
 }

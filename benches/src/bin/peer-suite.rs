@@ -49,6 +49,7 @@ fn rows(data: &str, out: &str) {
     let mut n = 0u64;
     let day = |d: u32| if d == 0 { String::new() } else { format_day(d) };
     store
+        .read()
         .scan_links(|r| {
             if r.is_internal() {
                 return;
@@ -140,55 +141,68 @@ fn queries(args: &[String]) {
         max_per_ref_domain: per_domain,
         ..Default::default()
     };
-    let last = u32::try_from(store.index_counters().unwrap().last_link_day).unwrap();
+    let last = u32::try_from(store.read().index_counters().unwrap().last_link_day).unwrap();
     let run = |name: &str, f: &mut dyn FnMut() -> usize| {
         let (p50, p99, reps, rows) = time(budget, f);
         println!("{name}\t{p50:.1}\t{p99:.1}\t{reps}\t{rows}");
     };
     println!("query\tp50_us\tp99_us\treps\trows");
     run("top100", &mut || {
-        store.backlinks(hot, &q(100, false, None)).unwrap().len()
+        store
+            .read()
+            .backlinks(hot, &q(100, false, None))
+            .unwrap()
+            .len()
     });
     run("top100_live", &mut || {
-        store.backlinks(hot, &q(100, true, None)).unwrap().len()
+        store
+            .read()
+            .backlinks(hot, &q(100, true, None))
+            .unwrap()
+            .len()
     });
     run("top100_per_domain", &mut || {
-        store.backlinks(hot, &q(100, false, Some(1))).unwrap().len()
+        store
+            .read()
+            .backlinks(hot, &q(100, false, Some(1)))
+            .unwrap()
+            .len()
     });
     run("rows50000", &mut || {
-        store.backlinks(hot, &q(50_000, false, None)).unwrap().len()
+        store
+            .read()
+            .backlinks(hot, &q(50_000, false, None))
+            .unwrap()
+            .len()
     });
     run("refdomains100", &mut || {
-        store.ref_domains(hot, 0, 100).unwrap().len()
+        store.read().ref_domains(hot, 0, 100).unwrap().len()
     });
     run("anchors100", &mut || {
-        store.anchors(hot, 0, 100).unwrap().len()
+        store.read().anchors(hot, 0, 100).unwrap().len()
     });
     run("newlost30", &mut || {
         store
+            .read()
             .timeline(hot, last.saturating_sub(30), last)
             .unwrap()
             .len()
     });
     run("info_hot", &mut || {
-        store
-            .counters_many(std::slice::from_ref(hot))
-            .unwrap()
-            .len()
-            + store.metrics_many(std::slice::from_ref(hot)).unwrap().len()
+        let view = store.read();
+        view.counters_many(std::slice::from_ref(hot)).unwrap().len()
+            + view.metrics_many(std::slice::from_ref(hot)).unwrap().len()
     });
     run("info_cold", &mut || {
-        store
-            .counters_many(std::slice::from_ref(cold))
+        let view = store.read();
+        view.counters_many(std::slice::from_ref(cold))
             .unwrap()
             .len()
-            + store
-                .metrics_many(std::slice::from_ref(cold))
-                .unwrap()
-                .len()
+            + view.metrics_many(std::slice::from_ref(cold)).unwrap().len()
     });
     run("info100", &mut || {
-        store.counters_many(&items).unwrap().len() + store.metrics_many(&items).unwrap().len()
+        let view = store.read();
+        view.counters_many(&items).unwrap().len() + view.metrics_many(&items).unwrap().len()
     });
 }
 

@@ -63,7 +63,7 @@ fn main() {
     let mut rows = Vec::new();
     for host in out.keys().chain(out.values().flatten()) {
         let host = linkstore::host_of(host).to_string();
-        if let Ok(Some(m)) = store.metrics(&Item::host(host.clone())) {
+        if let Ok(Some(m)) = store.read().metrics(&Item::host(host.clone())) {
             rows.push((m.trust_flow, m.citation_flow, host));
         }
     }

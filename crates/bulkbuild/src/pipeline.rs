@@ -18,7 +18,10 @@ use crate::error::{Error, Result};
 use crate::progress::Counters;
 use crate::sorter::{Groups, Sorter};
 use ingest::{CrawlSink, FileSummary, IngestOptions};
-use linkstore::build::{PageReport, PageRows, Reducer, Table, TableFileWriter};
+use linkstore::build::{
+    crawl_sort_key, PageReport, PageRows, Reducer, Table, TableFileWriter, Values,
+    CRAWL_SORT_SUFFIX,
+};
 use linkstore::{ApplyStats, PageCrawl};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -321,7 +324,8 @@ struct PagesOp {
     files: Files,
     shared: SharedRef,
     progress: Arc<Counters>,
-    crawls: Vec<PageCrawl>,
+    /// Key of the page being replayed.
+    key: Vec<u8>,
     combiner: Combiner,
 }
 
@@ -342,7 +346,7 @@ impl PagesOp {
             ),
             shared,
             progress: plan.progress.clone(),
-            crawls: Vec::new(),
+            key: Vec::new(),
             combiner: Combiner::new(COMBINER_BUDGET),
         }
     }
@@ -351,10 +355,10 @@ impl PagesOp {
         let Some(sorter) = &mut self.sorter else {
             return;
         };
-        // The crawl's page key (`url_hash | url`) groups a page's crawls together.
+        // Sorted by page, then in replay order (see `crawl_sort_key`).
         let r = PageCrawl::decode(crawl)
             .map_err(Error::from)
-            .and_then(|c| sorter.push(Table::Pages, &linkstore::build::page_key(&c.url), crawl));
+            .and_then(|c| sorter.push(Table::Pages, &crawl_sort_key(&c, crawl), crawl));
         self.progress.add(&self.progress.crawls, 1);
         if let Err(e) = r {
             fail(&self.shared, e);
@@ -375,7 +379,9 @@ impl PagesOp {
 
     fn replay_slice(&mut self, give: &mut dyn FnMut(Row)) -> Result<bool> {
         if let Some(sorter) = self.sorter.take() {
-            self.groups = Some(sorter.into_groups()?);
+            // A page's crawls make one group, streamed in replay order: a page crawled
+            // more often than memory holds is still replayed.
+            self.groups = Some(sorter.into_groups(|k| k.len() - CRAWL_SORT_SUFFIX)?);
         }
         let Some(groups) = &mut self.groups else {
             return Ok(true);
@@ -383,7 +389,7 @@ impl PagesOp {
         let (files, combiner) = (&mut self.files, &mut self.combiner);
         let mut failed = None;
         for _ in 0..GROUPS_PER_SLICE {
-            let Some(group) = groups.next_group()? else {
+            let Some(_) = groups.next_group(&mut self.key)? else {
                 combiner.flush(give);
                 self.groups = None;
                 let mut shared = self.shared.borrow_mut();
@@ -391,11 +397,8 @@ impl PagesOp {
                 shared.out.pages = self.rows.report;
                 return Ok(true);
             };
-            self.crawls.clear();
-            for v in group.values() {
-                self.crawls.push(PageCrawl::decode(v)?);
-            }
-            self.rows.page(&mut self.crawls, &mut |table, key, value| {
+            let mut crawls = || groups.next_value().map(PageCrawl::decode).transpose();
+            self.rows.page(&mut crawls, &mut |table, key, value| {
                 let r = if table.stage() == 0 {
                     files.put(table, &key, &value)
                 } else {
@@ -405,6 +408,7 @@ impl PagesOp {
                     failed.get_or_insert(e);
                 }
             })?;
+            groups.take_error()?;
             self.progress.add(&self.progress.pages, 1);
             if let Some(e) = failed.take() {
                 return Err(e);
@@ -421,6 +425,8 @@ struct ViewsOp {
     /// The stage being reduced and its groups.
     reducing: Option<(usize, Groups)>,
     reducer: Reducer,
+    /// Key of the group being reduced.
+    key: Vec<u8>,
     files: Files,
     shared: SharedRef,
     progress: Arc<Counters>,
@@ -441,6 +447,7 @@ impl ViewsOp {
                 .collect(),
             reducing: None,
             reducer: Reducer::new(bits),
+            key: Vec::new(),
             files: Files::new(scratch, format!("w{index:03}-v"), progress.clone()),
             shared,
             progress,
@@ -476,12 +483,13 @@ impl ViewsOp {
                 return Ok(true);
             };
             let sorter = self.sorters[stage].take().expect("found above");
-            self.reducing = Some((stage, sorter.into_groups()?));
+            self.reducing = Some((stage, sorter.into_groups(<[u8]>::len)?));
         }
         let (stage, groups) = self.reducing.as_mut().expect("set above");
         let (files, sorters, reducer) = (&mut self.files, &mut self.sorters, &mut self.reducer);
+        let key = &mut self.key;
         for _ in 0..GROUPS_PER_SLICE {
-            let Some(group) = groups.next_group()? else {
+            let Some(table) = groups.next_group(key)? else {
                 let _ = stage;
                 self.reducing = None;
                 let mut shared = self.shared.borrow_mut();
@@ -489,8 +497,7 @@ impl ViewsOp {
                 return Ok(self.sorters.iter().all(Option::is_none));
             };
             let mut failed = None;
-            let table = group.table;
-            reducer.reduce(table, group.key, &mut group.values(), &mut |t, k, v| {
+            reducer.reduce(table, key, groups, &mut |t, k, v| {
                 let r = if t == table {
                     files.put(t, &k, &v)
                 } else if t == Table::Counters {
@@ -506,6 +513,7 @@ impl ViewsOp {
                     failed.get_or_insert(e);
                 }
             })?;
+            groups.take_error()?;
             self.progress.add(&self.progress.groups, 1);
             if let Some(e) = failed {
                 return Err(e);
@@ -524,11 +532,11 @@ fn reduce_all(
     feed: &mut dyn FnMut(Row),
 ) -> Result<()> {
     let mut reducer = Reducer::new(bits);
-    let mut groups = sorter.into_groups()?;
-    while let Some(group) = groups.next_group()? {
-        let table = group.table;
+    let mut groups = sorter.into_groups(<[u8]>::len)?;
+    let mut key = Vec::new();
+    while let Some(table) = groups.next_group(&mut key)? {
         let mut failed = None;
-        reducer.reduce(table, group.key, &mut group.values(), &mut |t, k, v| {
+        reducer.reduce(table, &key, &mut groups, &mut |t, k, v| {
             if t == table {
                 if let Err(e) = files.put(t, &k, &v) {
                     failed.get_or_insert(e);
@@ -537,6 +545,7 @@ fn reduce_all(
                 feed((t as u8, k, v));
             }
         })?;
+        groups.take_error()?;
         progress.add(&progress.groups, 1);
         if let Some(e) = failed {
             return Err(e);

@@ -12,7 +12,7 @@
 //! Run files are private to one build and removed when read (or when the build ends).
 
 use crate::error::{Error, Result};
-use linkstore::build::Table;
+use linkstore::build::{Table, Values};
 use std::cmp::Ordering;
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
@@ -116,9 +116,10 @@ impl Sorter {
         Ok(())
     }
 
-    /// Every row in `(table, key)` order, as groups of equal keys. Run files are
-    /// removed when the groups are dropped.
-    pub fn into_groups(mut self) -> Result<Groups> {
+    /// Every row in `(table, key)` order, as groups of rows whose `table | key` start
+    /// with the same `group_len(table | key)` bytes (`<[u8]>::len`: groups of equal keys).
+    /// Run files are removed when the groups are dropped.
+    pub fn into_groups(mut self, group_len: fn(&[u8]) -> usize) -> Result<Groups> {
         let merge = if self.runs.is_empty() {
             self.sort();
             Merge::Memory {
@@ -140,73 +141,114 @@ impl Sorter {
         Ok(Groups {
             merge,
             runs: std::mem::take(&mut self.runs),
-            pending: None,
-            key: Vec::new(),
-            values: Vec::new(),
-            ends: Vec::new(),
+            group_len,
+            group: Vec::new(),
+            open: false,
+            pending: false,
+            pending_key: Vec::new(),
+            pending_value: Vec::new(),
+            value: Vec::new(),
+            error: None,
         })
     }
 }
 
-/// Sorted rows grouped by key, read one group at a time (an operator can stop between
-/// groups and resume later).
+/// Sorted rows in groups, read one value at a time: a group may hold more values than
+/// fit in memory. An operator can stop between values or groups and resume later.
 pub struct Groups {
     merge: Merge,
     runs: Vec<PathBuf>,
-    /// The row read past the end of the last group.
-    pending: Option<(Vec<u8>, Vec<u8>)>,
-    key: Vec<u8>,
-    values: Vec<u8>,
-    ends: Vec<usize>,
-}
-
-/// One group: its table, key and values.
-pub struct Group<'g> {
-    pub table: Table,
-    pub key: &'g [u8],
-    values: &'g [u8],
-    ends: &'g [usize],
-}
-
-impl<'g> Group<'g> {
-    pub fn values(&self) -> impl Iterator<Item = &'g [u8]> + 'g {
-        let values = self.values;
-        let starts = std::iter::once(0).chain(self.ends.iter().copied());
-        starts
-            .zip(self.ends.iter().copied())
-            .map(move |(s, e)| &values[s..e])
-    }
+    group_len: fn(&[u8]) -> usize,
+    /// `table | key` prefix of the current group.
+    group: Vec<u8>,
+    /// True while the current group may have values left.
+    open: bool,
+    /// A row read but not yet returned (`pending_key`, `pending_value`).
+    pending: bool,
+    pending_key: Vec<u8>,
+    pending_value: Vec<u8>,
+    /// The value last returned.
+    value: Vec<u8>,
+    /// A read error met while yielding values; see [`Groups::take_error`].
+    error: Option<Error>,
 }
 
 impl Groups {
-    pub fn next_group(&mut self) -> Result<Option<Group<'_>>> {
-        self.key.clear();
-        self.values.clear();
-        self.ends.clear();
-        if let Some((k, v)) = self.pending.take() {
-            self.key = k;
-            self.values.extend_from_slice(&v);
-            self.ends.push(self.values.len());
-        }
-        while let Some((k, v)) = self.merge.next()? {
-            if self.ends.is_empty() {
-                self.key.extend_from_slice(k);
-            } else if k != self.key.as_slice() {
-                self.pending = Some((k.to_vec(), v.to_vec()));
-                break;
-            }
-            self.values.extend_from_slice(v);
-            self.ends.push(self.values.len());
-        }
-        if self.ends.is_empty() {
+    /// Moves to the next group, skipping what is left of the current one, and writes its
+    /// key (group part, without the table byte) into `key`; `None` when no rows are left.
+    pub fn next_group(&mut self, key: &mut Vec<u8>) -> Result<Option<Table>> {
+        while self.advance() {}
+        self.take_error()?;
+        if !self.pending && !self.read_row()? {
             return Ok(None);
         }
-        Ok(Some(Group {
-            table: Table::from_u8(self.key[0]).expect("sorter holds valid table bytes"),
-            key: &self.key[1..],
-            values: &self.values,
-            ends: &self.ends,
-        }))
+        let n = (self.group_len)(&self.pending_key);
+        self.group.clear();
+        self.group.extend_from_slice(&self.pending_key[..n]);
+        self.open = true;
+        key.clear();
+        key.extend_from_slice(&self.group[1..]);
+        Ok(Some(
+            Table::from_u8(self.group[0]).expect("sorter holds valid table bytes"),
+        ))
+    }
+
+    /// Reads the next row into `pending_key` and `pending_value`; false at the end.
+    fn read_row(&mut self) -> Result<bool> {
+        let Some((k, v)) = self.merge.next()? else {
+            return Ok(false);
+        };
+        self.pending_key.clear();
+        self.pending_key.extend_from_slice(k);
+        self.pending_value.clear();
+        self.pending_value.extend_from_slice(v);
+        self.pending = true;
+        Ok(true)
+    }
+
+    /// Moves the current group's next value into `value`; false at the group's end or on
+    /// a read error (kept for `take_error`).
+    fn advance(&mut self) -> bool {
+        if !self.open {
+            return false;
+        }
+        if !self.pending {
+            match self.read_row() {
+                Ok(true) => {}
+                Ok(false) => {
+                    self.open = false;
+                    return false;
+                }
+                Err(e) => {
+                    self.error = Some(e);
+                    self.open = false;
+                    return false;
+                }
+            }
+        }
+        let k = &self.pending_key;
+        if (self.group_len)(k) != self.group.len() || !k.starts_with(&self.group) {
+            self.open = false;
+            return false;
+        }
+        self.pending = false;
+        std::mem::swap(&mut self.value, &mut self.pending_value);
+        true
+    }
+
+    /// The error that ended the last group's values early, if any.
+    pub fn take_error(&mut self) -> Result<()> {
+        self.error.take().map_or(Ok(()), Err)
+    }
+}
+
+impl Values for Groups {
+    fn next_value(&mut self) -> Option<&[u8]> {
+        if self.advance() {
+            Some(&self.value)
+        } else {
+            None
+        }
     }
 }
 
@@ -379,11 +421,16 @@ mod tests {
 
     fn groups(s: Sorter) -> Vec<(Table, Vec<u8>, Vec<Vec<u8>>)> {
         let mut out = Vec::new();
-        let mut g = s.into_groups().unwrap();
-        while let Some(group) = g.next_group().unwrap() {
-            let mut v: Vec<Vec<u8>> = group.values().map(<[u8]>::to_vec).collect();
+        let mut g = s.into_groups(<[u8]>::len).unwrap();
+        let mut key = Vec::new();
+        while let Some(table) = g.next_group(&mut key).unwrap() {
+            let mut v = Vec::new();
+            while let Some(value) = g.next_value() {
+                v.push(value.to_vec());
+            }
+            g.take_error().unwrap();
             v.sort();
-            out.push((group.table, group.key.to_vec(), v));
+            out.push((table, key.clone(), v));
         }
         out
     }
@@ -419,5 +466,41 @@ mod tests {
             0,
             "runs removed"
         );
+    }
+
+    #[test]
+    fn groups_by_key_prefix_stream_in_key_order_and_skip_unread_values() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut sorter = Sorter::new(dir.path(), "prefix", 1);
+        // Keys: a 4-byte page, then a 1-byte suffix that orders its values.
+        for i in (0..40_000u32).rev() {
+            let key = [(i % 3).to_be_bytes().as_slice(), &[(i % 200) as u8]].concat();
+            sorter.push(Table::Pages, &key, &i.to_be_bytes()).unwrap();
+        }
+        let mut groups = sorter.into_groups(|k| k.len() - 1).unwrap();
+        let mut key = Vec::new();
+        let mut seen = Vec::new();
+        while let Some(table) = groups.next_group(&mut key).unwrap() {
+            assert_eq!(table, Table::Pages);
+            let page = u32::from_be_bytes(key[..4].try_into().unwrap());
+            if page == 1 {
+                // Read two values only: the rest of the group is skipped.
+                groups.next_value().unwrap();
+                groups.next_value().unwrap();
+                seen.push((page, 2));
+                continue;
+            }
+            let mut n = 0;
+            let mut last = None;
+            while let Some(v) = groups.next_value() {
+                let suffix = u32::from_be_bytes(v.try_into().unwrap()) % 200;
+                assert!(last.is_none_or(|l| l <= suffix), "values in key order");
+                last = Some(suffix);
+                n += 1;
+            }
+            seen.push((page, n));
+        }
+        groups.take_error().unwrap();
+        assert_eq!(seen, vec![(0, 13_334), (1, 2), (2, 13_333)]);
     }
 }

@@ -19,6 +19,7 @@ fn rows(store: &Store) -> Rows {
     for table in Table::ALL {
         let mut v = Vec::new();
         store
+            .read()
             .scan_table(table, |k, val| {
                 let empty_day = table == Table::Timeline && val == [1, 0, 0];
                 if !empty_day {
@@ -187,4 +188,50 @@ fn bad_records_are_counted_and_a_missing_file_is_named() {
     .unwrap_err()
     .to_string();
     assert!(err.contains("no-such-crawl.warc.gz"), "{err}");
+}
+
+/// A page crawled far more often than a page group's share of memory holds is streamed
+/// through the replay in time order (its crawls spill with the other pages'), and the
+/// store equals the incremental writer's applying the same crawls in time order.
+#[test]
+fn a_page_crawled_thousands_of_times_is_replayed_in_time_order() {
+    let tmp = tempfile::tempdir().unwrap();
+    let n: i64 = 30_000;
+    let line = |at: i64| {
+        // The link set changes from crawl to crawl: links are found, lost and found again.
+        let long = "x".repeat(200);
+        format!(
+            r#"{{"url":"http://busy.com/","fetched_at":{at},"status":200,"links":[{{"url":"http://t{}.org/{long}","text":"a{}"}},{{"url":"http://u.net/","text":"u"}}]}}"#,
+            at % 37,
+            at % 5
+        ) + "\n"
+    };
+    let quiet = r#"{"url":"http://quiet.com/","fetched_at":1700000000,"status":200,"links":[{"url":"http://u.net/","text":"q"}]}"#.to_string() + "\n";
+    let time = |i: i64| 1_700_000_000 + i * 3_600;
+    let sorted: String = (0..n).map(|i| line(time(i))).collect::<String>() + &quiet;
+    // The same crawls in a scrambled order (7,919 is prime to n).
+    let scrambled: String = quiet.clone()
+        + &(0..n)
+            .map(|i| line(time(i * 7_919 % n)))
+            .collect::<String>();
+    let (in_order, out_of_order) = (
+        tmp.path().join("sorted.jsonl"),
+        tmp.path().join("scrambled.jsonl"),
+    );
+    std::fs::write(&in_order, sorted).unwrap();
+    std::fs::write(&out_of_order, scrambled).unwrap();
+    let expected = incremental(&tmp.path().join("inc"), &[in_order], 64);
+    for workers in [1, 2] {
+        let dir = tmp.path().join(format!("bulk{workers}"));
+        let opts = BuildOptions {
+            workers,
+            memory_bytes: 8 << 20,
+            ..Default::default()
+        };
+        let report = build(&dir, std::slice::from_ref(&out_of_order), &opts, &|_| {}).unwrap();
+        assert_eq!(report.pages.pages, 2, "{report:?}");
+        assert_eq!(report.pages.crawls_applied, n as u64 + 1);
+        let got = rows(&Store::open(&dir, &StoreOptions::default()).unwrap());
+        assert_same(&expected, &got, &format!("{workers} workers"));
+    }
 }

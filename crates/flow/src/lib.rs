@@ -53,7 +53,7 @@ impl UrlGraph {
         let mut url_ids: HashMap<String, u32> = HashMap::new();
         let mut urls = Vec::new();
         let mut edges = Vec::new();
-        store.scan_links(|rec| {
+        store.read().scan_links(|rec| {
             if rec.is_deleted() || rec.is_nofollow() {
                 return;
             }

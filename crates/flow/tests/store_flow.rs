@@ -75,7 +75,11 @@ fn built() -> (tempfile::TempDir, Store) {
 }
 
 fn metrics(store: &Store, item: &str) -> linkstore::ItemMetrics {
-    store.metrics(&Item::parse(item).unwrap()).unwrap().unwrap()
+    store
+        .read()
+        .metrics(&Item::parse(item).unwrap())
+        .unwrap()
+        .unwrap()
 }
 
 #[test]
@@ -110,6 +114,7 @@ fn a_link_farm_gets_citation_flow_but_no_trust_flow() {
 fn backlinks_follow_the_new_trust_flow_and_carry_flow_columns() {
     let (_d, store) = built();
     let rows = store
+        .read()
         .backlinks(&Item::parse("good.com").unwrap(), &BacklinkQuery::default())
         .unwrap();
     assert_eq!(rows.len(), 2);
@@ -145,6 +150,7 @@ fn backlinks_follow_the_new_trust_flow_and_carry_flow_columns() {
         }],
     );
     let new = store
+        .read()
         .backlinks(&Item::parse("new.io").unwrap(), &BacklinkQuery::default())
         .unwrap();
     assert_eq!(
@@ -159,6 +165,7 @@ fn backlinks_follow_the_new_trust_flow_and_carry_flow_columns() {
         }],
     );
     let rows = store
+        .read()
         .backlinks(
             &Item::parse("news.net").unwrap(),
             &BacklinkQuery {

@@ -71,7 +71,7 @@ pub struct IndexStats {
 
 impl IndexStats {
     pub fn of(kind: IndexKind, store: &Store) -> Result<IndexStats> {
-        let c = store.index_counters()?;
+        let c = store.read().index_counters()?;
         let info = IndexInfo::read(store)?.unwrap_or_default();
         let day = |d: i64| u32::try_from(d.max(0)).unwrap_or(0);
         let (mut first, mut last) = (day(c.first_link_day), day(c.last_link_day));

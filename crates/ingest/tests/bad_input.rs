@@ -45,6 +45,7 @@ fn page(n: usize) -> String {
 
 fn backlinks_of_t(store: &Store) -> i64 {
     store
+        .read()
         .counters(&Item::parse("t.com").unwrap())
         .unwrap()
         .map_or(0, |c| c.ext_backlinks)
@@ -96,6 +97,7 @@ fn invalid_oversized_and_odd_urls_are_counted_and_the_page_kept() {
     assert_eq!(s.bad_records, 1, "a page URL without host");
     assert!(s.problem_counts.keys().any(|k| k.contains("longer than")));
     let rows = store
+        .read()
         .backlinks(&Item::parse("t.com").unwrap(), &Default::default())
         .unwrap();
     assert_eq!(rows.len(), 1);
@@ -190,7 +192,7 @@ fn binary_garbage_is_refused_with_the_file_named() {
     let err = ingest_file(&store, &path, &IngestOptions::default(), &mut |_| {}).unwrap_err();
     assert!(matches!(err, Error::UnknownFormat { .. }));
     assert!(err.to_string().contains("noise.bin"), "{err}");
-    assert_eq!(store.index_counters().unwrap().crawled_urls, 0);
+    assert_eq!(store.read().index_counters().unwrap().crawled_urls, 0);
 
     // Garbage that merely looks gzipped fails as a stream, reported, nothing applied.
     let mut fake_gz = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3];

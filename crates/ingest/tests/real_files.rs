@@ -47,7 +47,7 @@ fn every_shared_crawl_file_ingests_cleanly() {
         assert_eq!(s.bad_records, 0, "{rel}: {:?}", s.problems);
         assert_eq!((s.pages, s.links_found), (pages, links), "{rel}");
         // Ingesting the same file again changes nothing.
-        let before = store.index_counters().unwrap();
+        let before = store.read().index_counters().unwrap();
         let again = ingest_file(
             &store,
             &shared(rel).unwrap(),
@@ -57,7 +57,7 @@ fn every_shared_crawl_file_ingests_cleanly() {
         .unwrap();
         assert_eq!(again.pages, 0, "{rel}");
         assert_eq!(again.pages_unchanged, pages, "{rel}");
-        assert_eq!(store.index_counters().unwrap(), before, "{rel}");
+        assert_eq!(store.read().index_counters().unwrap(), before, "{rel}");
     }
 }
 
@@ -69,6 +69,7 @@ fn readme_link_counts_hold_within_the_documented_differences() {
     };
     assert_eq!(s.links_found, 43);
     let c = store
+        .read()
         .counters(&Item::parse("commoncrawl.org").unwrap())
         .unwrap()
         .unwrap();
@@ -173,10 +174,11 @@ fn backlinks_of_a_real_crawl_are_ordered_and_verified() {
     };
     // Nearly all of this archive.org crawl's 37k links stay inside archive.org: only
     // links to other root domains are backlinks.
-    let idx = store.index_counters().unwrap();
+    let idx = store.read().index_counters().unwrap();
     assert_eq!(idx.ext_backlinks, 239);
     let item = Item::parse("creativecommons.org").unwrap();
     let rows = store
+        .read()
         .backlinks(
             &item,
             &BacklinkQuery {
@@ -185,7 +187,7 @@ fn backlinks_of_a_real_crawl_are_ordered_and_verified() {
             },
         )
         .unwrap();
-    let c = store.counters(&item).unwrap().unwrap();
+    let c = store.read().counters(&item).unwrap().unwrap();
     assert_eq!(rows.len() as i64, c.ext_backlinks);
     assert_eq!(rows.len(), 8);
     assert!(rows.iter().all(|r| item.contains_url(&r.target_url)));

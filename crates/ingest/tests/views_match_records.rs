@@ -15,6 +15,7 @@ fn domain(url: &str) -> String {
 /// later (minima only move on additions).
 fn check_item(store: &Store, item: &Item, first_day_exact: bool) {
     let rows: Vec<LinkRecord> = store
+        .read()
         .backlinks(
             item,
             &BacklinkQuery {
@@ -23,7 +24,7 @@ fn check_item(store: &Store, item: &Item, first_day_exact: bool) {
             },
         )
         .unwrap();
-    let c = store.counters(item).unwrap().unwrap_or_default();
+    let c = store.read().counters(item).unwrap().unwrap_or_default();
     let n = |f: &dyn Fn(&LinkRecord) -> bool| rows.iter().filter(|r| f(r)).count() as i64;
     assert_eq!(c.ext_backlinks, rows.len() as i64, "{item}");
     assert_eq!(c.deleted_links, n(&|r| r.is_deleted()), "{item}");
@@ -64,7 +65,7 @@ fn check_item(store: &Store, item: &Item, first_day_exact: bool) {
         c.ref_domains_live,
         by_domain.values().filter(|v| v.0 > v.1).count() as i64
     );
-    let stored = store.ref_domains(item, 0, 1_000_000).unwrap();
+    let stored = store.read().ref_domains(item, 0, 1_000_000).unwrap();
     assert_eq!(stored.len(), by_domain.len(), "{item}");
     for d in &stored {
         let e = by_domain[&d.domain];
@@ -92,7 +93,7 @@ fn check_item(store: &Store, item: &Item, first_day_exact: bool) {
         e.0 += 1;
         e.1.insert(domain(&r.source_url));
     }
-    let anchors = store.anchors(item, 0, 1_000_000).unwrap();
+    let anchors = store.read().anchors(item, 0, 1_000_000).unwrap();
     assert_eq!(anchors.len(), by_anchor.len(), "{item}");
     for a in &anchors {
         let (links, domains) = &by_anchor[&a.text];
@@ -104,7 +105,7 @@ fn check_item(store: &Store, item: &Item, first_day_exact: bool) {
         );
     }
 
-    let timeline = store.timeline(item, 0, u32::MAX).unwrap();
+    let timeline = store.read().timeline(item, 0, u32::MAX).unwrap();
     let found: i64 = timeline.iter().map(|p| p.found).sum();
     let lost: i64 = timeline.iter().map(|p| p.lost).sum();
     assert_eq!(
@@ -153,6 +154,7 @@ fn views_equal_a_scan_of_the_records_after_many_crawl_rounds() {
     check_item(&store, &Item::parse(&web.hot_url()).unwrap(), true);
     assert!(checked > 50);
     let hot = store
+        .read()
         .counters(&Item::parse(&web.hot_url()).unwrap())
         .unwrap()
         .unwrap();
@@ -163,17 +165,18 @@ fn views_equal_a_scan_of_the_records_after_many_crawl_rounds() {
 fn views_equal_a_scan_of_the_records_left_after_the_window_expires() {
     let tmp = tempfile::tempdir().unwrap();
     let (spec, store) = four_crawl_rounds(tmp.path(), IngestOptions::default());
-    let before = store.index_counters().unwrap();
+    let before = store.read().index_counters().unwrap();
     // Keep the last two crawl rounds.
     let cutoff = linkstore::day_of(spec.start + 2 * spec.crawl_interval_days * 86_400);
     let stats = store.writer().expire_before(cutoff).unwrap();
     assert!(stats.links > 0 && stats.pages > 0, "{stats:?}");
-    let after = store.index_counters().unwrap();
+    let after = store.read().index_counters().unwrap();
     assert!(after.ext_backlinks < before.ext_backlinks);
 
     // Nothing older than the window is left, and every view equals what is left.
     let (mut records, mut external, mut urls) = (0, 0, std::collections::HashSet::new());
     store
+        .read()
         .scan_links(|r| {
             records += 1;
             external += i64::from(!r.is_internal());
@@ -188,7 +191,7 @@ fn views_equal_a_scan_of_the_records_left_after_the_window_expires() {
     let mut crawled = 0;
     for page in 0..web.pages() {
         let url = web.url(page);
-        if let Some(p) = store.page(&url).unwrap() {
+        if let Some(p) = store.read().page(&url).unwrap() {
             assert!(linkstore::day_of(p.last_fetch) >= cutoff);
             crawled += 1;
             urls.insert(url);
@@ -211,5 +214,5 @@ fn views_equal_a_scan_of_the_records_left_after_the_window_expires() {
         store.writer().expire_before(cutoff).unwrap(),
         Default::default()
     );
-    assert_eq!(store.index_counters().unwrap(), after);
+    assert_eq!(store.read().index_counters().unwrap(), after);
 }

@@ -928,7 +928,7 @@ fn print_rows(rows: &[(&str, String)]) {
 }
 
 fn print_index_stats(store: &Store) -> Result<()> {
-    let c = store.index_counters()?;
+    let c = store.read().index_counters()?;
     println!("index {}", store.path().display());
     let rows: [(&str, String); 9] = [
         ("URLs crawled", c.crawled_urls.to_string()),
@@ -953,10 +953,11 @@ fn print_index_stats(store: &Store) -> Result<()> {
 
 fn print_item(store: &Store, item: &Item) -> Result<()> {
     println!("{} ({})", item.name, item.level.name());
-    match store.counters(item)? {
+    let view = store.read();
+    match view.counters(item)? {
         None => println!("not in the index"),
         Some(c) => {
-            if let Some(m) = store.metrics(item)? {
+            if let Some(m) = view.metrics(item)? {
                 println!("{:<34} {}", "Trust Flow", m.trust_flow);
                 println!("{:<34} {}", "Citation Flow", m.citation_flow);
                 for (topic, v) in &m.topics {
@@ -965,11 +966,11 @@ fn print_item(store: &Store, item: &Item) -> Result<()> {
             }
             print_counters(&c);
             println!("\ntop referring domains:");
-            for d in store.ref_domains(item, 0, 5)? {
+            for d in view.ref_domains(item, 0, 5)? {
                 println!("  {:>6} links  {}", d.links, d.domain);
             }
             println!("top anchor texts:");
-            for a in store.anchors(item, 0, 5)? {
+            for a in view.anchors(item, 0, 5)? {
                 println!(
                     "  {:>6} domains {:>6} links  {:?}",
                     a.ref_domains, a.links, a.text
@@ -982,7 +983,7 @@ fn print_item(store: &Store, item: &Item) -> Result<()> {
 
 fn print_backlinks(store: &Store, item: &Item, q: &BacklinkQuery) -> Result<()> {
     println!("SourceTrustFlow\tSourceCitationFlow\tSourceURL\tTargetURL\tAnchorText\tLinkType\tFlagNoFollow\tFlagDeleted\tFirstIndexedDate\tLastSeenDate\tDateLost");
-    for r in store.backlinks(item, q)? {
+    for r in store.read().backlinks(item, q)? {
         println!(
             "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
             r.source_flow.trust_flow,

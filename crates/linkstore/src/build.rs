@@ -134,6 +134,21 @@ pub fn page_key(url: &str) -> Vec<u8> {
     url_key(url)
 }
 
+/// Bytes a crawl's sort key adds after its page key: the fetch time and a hash.
+pub const CRAWL_SORT_SUFFIX: usize = 16;
+
+/// Sort key of one crawl (`encoded`: the crawl as [`PageCrawl::encode`] wrote it): its
+/// page key, then its fetch time (sign bit flipped, so byte order is time order), then a
+/// hash of the crawl. Sorted, a page's crawls come together in the order
+/// [`PageRows::page`] replays them, crawls at the same second in an order set by their
+/// content alone.
+pub fn crawl_sort_key(crawl: &PageCrawl, encoded: &[u8]) -> Vec<u8> {
+    let mut key = page_key(&crawl.url);
+    key.extend_from_slice(&((crawl.fetched_at as u64) ^ (1 << 63)).to_be_bytes());
+    key.extend_from_slice(&xxhash_rust::xxh3::xxh3_64(encoded).to_be_bytes());
+    key
+}
+
 /// Receives rows: `(table, key, value)`.
 pub type Emit<'a> = dyn FnMut(Table, Vec<u8>, Vec<u8>) + 'a;
 
@@ -166,24 +181,27 @@ impl PageRows {
         }
     }
 
-    /// Replays every crawl of one page (all of `crawls` have its URL) in fetch-time
-    /// order, as the incremental writer applies them when they arrive in that order, and
-    /// emits the page's rows: its `links` rows in key order, its `pages` row, and the
-    /// contributions of its final records and of the page itself. Crawls at the same
-    /// time are ordered by content (the first applied wins), so the result does not
-    /// depend on the order of the input.
-    pub fn page(&mut self, crawls: &mut [PageCrawl], emit: &mut Emit<'_>) -> Result<()> {
-        crawls.sort_by(|a, b| {
-            a.fetched_at
-                .cmp(&b.fetched_at)
-                .then_with(|| format!("{a:?}").cmp(&format!("{b:?}")))
-        });
-        let Some(url) = crawls.first().map(|c| c.url.clone()) else {
-            return Ok(());
-        };
+    /// Replays every crawl of one page, read one at a time from `crawls` (all with its
+    /// URL, in fetch-time order: [`crawl_sort_key`] order), as the incremental writer
+    /// applies them when they arrive in that order, and emits the page's rows: its `links`
+    /// rows in key order, its `pages` row, and the contributions of its final records and
+    /// of the page itself. Of crawls at the same second the first applied wins; their
+    /// order is set by their content, so the result does not depend on the input's order.
+    /// Memory holds the page's link set, not its crawls.
+    pub fn page(
+        &mut self,
+        crawls: &mut dyn FnMut() -> Result<Option<PageCrawl>>,
+        emit: &mut Emit<'_>,
+    ) -> Result<()> {
+        let mut url = None;
         let mut state: Option<PageState> = None;
         let mut links: BTreeMap<String, LinkRecord> = BTreeMap::new();
-        for crawl in crawls.iter() {
+        while let Some(crawl) = crawls()? {
+            let url = url.get_or_insert_with(|| crawl.url.clone());
+            if crawl.url != *url {
+                return Err(Error::corrupt("pages", "crawls of two pages in one group"));
+            }
+            let crawl = &crawl;
             let Some(status) = crawl_status(crawl) else {
                 self.report.crawls_skipped += 1;
                 continue;
@@ -193,7 +211,9 @@ impl PageRows {
                     self.report.crawls_skipped += 1;
                     continue;
                 }
-                CrawlOrder::Older => unreachable!("crawls are replayed in time order"),
+                CrawlOrder::Older => {
+                    return Err(Error::corrupt("pages", "crawls out of time order"));
+                }
                 CrawlOrder::First | CrawlOrder::Newer => {}
             }
             self.report.crawls_applied += 1;
@@ -209,7 +229,7 @@ impl PageRows {
             }
             state = Some(next_state(state, crawl, status));
         }
-        let Some(state) = state else {
+        let (Some(state), Some(url)) = (state, url) else {
             return Ok(());
         };
         self.report.pages += 1;
@@ -337,6 +357,12 @@ fn item_key_len(key: &[u8], cf: &'static str) -> Result<usize> {
         .ok_or_else(|| Error::corrupt(cf, "key does not start with an item key"))
 }
 
+/// The values of one group, read one at a time: a group can hold more values than fit
+/// in memory (a sorter streams them from its runs).
+pub trait Values {
+    fn next_value(&mut self) -> Option<&[u8]>;
+}
+
 /// Reduces groups of equal keys into final rows (see the module documentation).
 pub struct Reducer {
     hasher: ItemHasher,
@@ -355,7 +381,7 @@ impl Reducer {
         &mut self,
         table: Table,
         key: &[u8],
-        values: &mut dyn Iterator<Item = &[u8]>,
+        values: &mut dyn Values,
         emit: &mut Emit<'_>,
     ) -> Result<()> {
         let cf = table.cf_name();
@@ -367,7 +393,7 @@ impl Reducer {
             | Table::AnchorsRanked => {
                 // One row per key; a second one is a 64-bit hash collision of two links
                 // (the incremental writer keeps one too).
-                if let Some(v) = values.next() {
+                if let Some(v) = values.next_value() {
                     emit(table, key.to_vec(), v.to_vec());
                 }
             }
@@ -403,7 +429,7 @@ impl Reducer {
             }
             Table::RefDomains => {
                 let mut acc: Option<RefDomain> = None;
-                for v in values {
+                while let Some(v) = values.next_value() {
                     fold_ref_domain(&mut acc, RefDomain::decode(v)?);
                 }
                 let Some(row) = acc.filter(|r| r.links > 0) else {
@@ -425,7 +451,7 @@ impl Reducer {
             }
             Table::Anchors => {
                 let mut acc: Option<AnchorText> = None;
-                for v in values {
+                while let Some(v) = values.next_value() {
                     fold_anchor(&mut acc, AnchorText::decode(v)?);
                 }
                 let Some(row) = acc.filter(|r| r.links > 0) else {
@@ -453,7 +479,7 @@ impl Reducer {
             }
             Table::Timeline => {
                 let mut acc = TimelineDelta::default();
-                for v in values {
+                while let Some(v) = values.next_value() {
                     fold_timeline(&mut acc, TimelineDelta::decode(v)?);
                 }
                 if acc.found != 0 || acc.lost != 0 {
@@ -462,7 +488,7 @@ impl Reducer {
             }
             Table::Counters => {
                 let mut acc = Counters::default();
-                for v in values {
+                while let Some(v) = values.next_value() {
                     accumulate(&mut acc, &Counters::decode(v)?);
                 }
                 emit(table, key.to_vec(), acc.encode());
@@ -552,9 +578,9 @@ pub fn combine(table: Table, a: &[u8], b: &[u8]) -> Result<Option<Vec<u8>>> {
     }))
 }
 
-fn sum_counts(values: &mut dyn Iterator<Item = &[u8]>, cf: &'static str) -> Result<i64> {
+fn sum_counts(values: &mut dyn Values, cf: &'static str) -> Result<i64> {
     let mut n = 0i64;
-    for v in values {
+    while let Some(v) = values.next_value() {
         n += Reader::new(v, cf).ivarint()?;
     }
     Ok(n)

@@ -161,9 +161,10 @@ impl FlowUpdate<'_> {
         // reader may still hold the previous snapshot, so its files stay until compacted.
         let served = s.is_published();
         if served {
-            s.publish();
+            s.publish_generation(self.next);
+        } else {
+            s.set_generation(self.next);
         }
-        s.set_generation(self.next);
         for cf in [CF_BACKLINKS, CF_METRICS] {
             s.clear_other_generations(cf, self.next, !served)?;
         }

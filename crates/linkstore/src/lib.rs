@@ -14,6 +14,7 @@ mod item;
 mod keys;
 mod metrics;
 mod page;
+mod read_view;
 mod record;
 mod store;
 mod views;
@@ -28,10 +29,9 @@ pub use metrics::ItemMetrics;
 pub use page::{
     day_of, format_day, parse_day, push_day, CrawlOutcome, OutLink, PageCrawl, PageState,
 };
+pub use read_view::{BacklinkQuery, ReadView, TimelinePoint, MAX_BACKLINK_COUNT};
 pub use record::{
     flags, FlowPair, LinkKind, LinkRecord, LostReason, SourceOutlinks, SOURCE_TOPICS, TARGET_TOPICS,
 };
-pub use store::{
-    BacklinkQuery, Store, StoreOptions, TimelinePoint, FORMAT_VERSION, MAX_BACKLINK_COUNT,
-};
+pub use store::{Store, StoreOptions, FORMAT_VERSION};
 pub use writer::{ApplyStats, ExpireStats, Writer};

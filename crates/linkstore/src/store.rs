@@ -1,32 +1,26 @@
 //! Opening the store and every read path.
 
-use crate::aggregate::{
-    merge_counters, merge_timeline, AnchorText, Counters, RefDomain, TimelineDelta,
-};
+use crate::aggregate::{merge_counters, merge_timeline, Counters};
 use crate::error::{Error, Result};
-use crate::item::{host_of, root_domain, Item};
-use crate::keys::{backlink_prefix, metrics_key, url_key, ItemHasher};
-use crate::metrics::ItemMetrics;
+use crate::item::Item;
+use crate::keys::{url_key, ItemHasher};
 use crate::page::PageState;
+use crate::read_view::{scan_links_with, OwnedSnapshot, ReadView};
 use crate::record::LinkRecord;
 use crate::writer::Writer;
 use rocksdb::{
-    BlockBasedIndexType, BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, Direction,
-    IteratorMode, Options, ReadOptions, DB,
+    BlockBasedIndexType, BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, Options,
+    ReadOptions, DB,
 };
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
-/// A published point-in-time view of the store.
-struct Published(rocksdb::SnapshotWithThreadMode<'static, DB>);
-
-/// Read options of one read, and the snapshot they point into (kept alive by the caller
-/// for as long as the read runs).
-struct View {
-    opts: ReadOptions,
-    _snapshot: Option<Arc<Published>>,
+/// What readers are shown once a writer publishes: a snapshot and the flow generation it
+/// serves, replaced together.
+struct Published {
+    snapshot: Arc<OwnedSnapshot>,
+    generation: u8,
 }
 
 /// Version of the key layout and column-family set, stored under `meta/format`.
@@ -62,9 +56,6 @@ const ALL_CFS: &[&str] = &[
     CF_METRICS,
 ];
 
-/// The most rows one backlink read returns (Majestic's `Count` limit).
-pub const MAX_BACKLINK_COUNT: usize = 50_000;
-
 /// Store settings.
 #[derive(Debug, Clone)]
 pub struct StoreOptions {
@@ -87,52 +78,15 @@ impl Default for StoreOptions {
 /// A backlink database on disk.
 pub struct Store {
     /// What readers see once a writer publishes (`publish`); `None`: the latest writes.
-    /// Declared before `db`: a snapshot must be released before its database closes.
-    published: RwLock<Option<Arc<Published>>>,
-    pub(crate) db: DB,
+    published: RwLock<Option<Published>>,
+    pub(crate) db: Arc<DB>,
     pub(crate) hasher: ItemHasher,
     path: PathBuf,
-    /// Generation of the `backlinks` and `metrics` rows being served (see `FlowUpdate`).
+    /// Generation of the latest `backlinks` and `metrics` rows (see `FlowUpdate`): what
+    /// writers write and what an unpublished store serves.
     generation: AtomicU8,
     /// One writer at a time: an ingest `Writer` or a `FlowUpdate`.
     pub(crate) write_lock: Mutex<()>,
-}
-
-/// Which backlinks of an item to read, in SourceTrustFlow order.
-#[derive(Debug, Clone)]
-pub struct BacklinkQuery {
-    /// Matching rows to skip (paging).
-    pub from: usize,
-    /// Rows to return, at most [`MAX_BACKLINK_COUNT`].
-    pub count: usize,
-    pub exclude_deleted: bool,
-    /// At most this many source URLs per referring root domain.
-    pub max_per_ref_domain: Option<usize>,
-    /// At most this many rows per source URL.
-    pub max_per_source_url: Option<usize>,
-    /// Only links from this referring root domain.
-    pub ref_domain: Option<String>,
-}
-
-impl Default for BacklinkQuery {
-    fn default() -> Self {
-        BacklinkQuery {
-            from: 0,
-            count: 100,
-            exclude_deleted: false,
-            max_per_ref_domain: None,
-            max_per_source_url: None,
-            ref_domain: None,
-        }
-    }
-}
-
-/// Links found and lost on one day for one item.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TimelinePoint {
-    pub day: u32,
-    pub found: i64,
-    pub lost: i64,
 }
 
 /// The smallest key greater than every key starting with `prefix`, if any.
@@ -180,6 +134,12 @@ pub(crate) fn cf_options(name: &str, cache: Option<&Cache>) -> Options {
     o
 }
 
+/// A column family of `db`; every one is opened by [`Store::open`].
+pub(crate) fn cf_handle<'db>(db: &'db DB, name: &str) -> &'db ColumnFamily {
+    db.cf_handle(name)
+        .expect("every CF is opened by Store::open")
+}
+
 impl Drop for Store {
     fn drop(&mut self) {
         // Writes bypass the WAL: without this flush a clean exit would drop the last
@@ -225,7 +185,7 @@ impl Store {
             .map_or(0, |v| v.first().copied().unwrap_or(0));
         Ok(Store {
             published: RwLock::new(None),
-            db,
+            db: Arc::new(db),
             hasher: ItemHasher::new(hash_bits),
             path,
             generation: AtomicU8::new(generation),
@@ -256,14 +216,19 @@ impl Store {
     /// (a crawl file) is never seen half-way. Reads never wait for writes. A store never
     /// published shows readers every committed batch.
     pub fn publish(&self) {
-        let snapshot = self.db.snapshot();
-        // SAFETY: the snapshot borrows `self.db`. It is stored in `self.published`, which
-        // is declared before `db` and so dropped before it; readers hold clones only for
-        // the duration of a `&self` method call.
-        let snapshot: rocksdb::SnapshotWithThreadMode<'static, DB> =
-            unsafe { std::mem::transmute(snapshot) };
-        *self.published.write().unwrap_or_else(|p| p.into_inner()) =
-            Some(Arc::new(Published(snapshot)));
+        self.publish_generation(self.generation());
+    }
+
+    /// Publishes everything written so far as serving flow generation `g`, and makes `g`
+    /// the writers' generation, under one lock: no reader sees one without the other.
+    pub(crate) fn publish_generation(&self, g: u8) {
+        let snapshot = Arc::new(OwnedSnapshot::take(&self.db));
+        let mut published = self.published.write().unwrap_or_else(|p| p.into_inner());
+        self.generation.store(g, Ordering::Release);
+        *published = Some(Published {
+            snapshot,
+            generation: g,
+        });
     }
 
     pub(crate) fn is_published(&self) -> bool {
@@ -273,114 +238,52 @@ impl Store {
             .is_some()
     }
 
-    /// Read options for one read: the published snapshot, if any.
-    fn view(&self) -> View {
-        let snapshot = self
-            .published
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        let mut opts = ReadOptions::default();
-        if let Some(s) = &snapshot {
-            opts.set_snapshot(&s.0);
-        }
-        View {
-            opts,
-            _snapshot: snapshot,
+    /// A consistent view for reading: the published snapshot and its generation, or the
+    /// latest writes of a store never published.
+    pub fn read(&self) -> ReadView {
+        let published = self.published.read().unwrap_or_else(|p| p.into_inner());
+        let (snapshot, generation) = match &*published {
+            Some(p) => (Some(Arc::clone(&p.snapshot)), p.generation),
+            None => (None, self.generation()),
+        };
+        ReadView {
+            db: Arc::clone(&self.db),
+            snapshot,
+            generation,
+            hasher: self.hasher,
         }
     }
 
-    /// The generation of backlink orderings and metrics being served.
+    /// The generation writers write: the serving one, except inside a flow build.
     pub fn generation(&self) -> u8 {
         self.generation.load(Ordering::Acquire)
     }
 
     pub(crate) fn set_generation(&self, g: u8) {
+        let _published = self.published.write().unwrap_or_else(|p| p.into_inner());
         self.generation.store(g, Ordering::Release);
     }
 
-    /// Flow metrics of an item from the last flow build, `None` before any.
-    pub fn metrics(&self, item: &Item) -> Result<Option<ItemMetrics>> {
-        let key = metrics_key(self.generation(), &self.hasher.item_key(item));
-        let view = self.view();
+    /// Visits every stored link as last written, published or not (for writers).
+    /// State of a crawled page as last written, published or not (for writers).
+    pub(crate) fn latest_page(&self, url: &str) -> Result<Option<PageState>> {
         self.db
-            .get_pinned_cf_opt(self.cf(CF_METRICS), key, &view.opts)?
-            .map(|v| ItemMetrics::decode(&v))
+            .get_pinned_cf(self.cf(CF_PAGES), url_key(url))?
+            .map(|v| PageState::decode(&v))
             .transpose()
     }
 
-    /// Metrics of many items in one batched read, in request order.
-    pub fn metrics_many(&self, items: &[Item]) -> Result<Vec<Option<ItemMetrics>>> {
-        let g = self.generation();
-        let keys: Vec<Vec<u8>> = items
-            .iter()
-            .map(|i| metrics_key(g, &self.hasher.item_key(i)))
-            .collect();
-        let view = self.view();
-        self.db
-            .batched_multi_get_cf_opt(self.cf(CF_METRICS), &keys, false, &view.opts)
-            .into_iter()
-            .map(|r| r?.map(|v| ItemMetrics::decode(&v)).transpose())
-            .collect()
-    }
-
-    /// Visits every stored link (internal and external, live and deleted), by source.
-    pub fn scan_links(&self, visit: impl FnMut(&LinkRecord)) -> Result<()> {
-        self.scan_links_with(self.view().opts, visit)
-    }
-
-    /// Visits every stored link as last written, published or not (for writers).
     pub(crate) fn scan_latest_links(&self, visit: impl FnMut(&LinkRecord)) -> Result<()> {
-        self.scan_links_with(ReadOptions::default(), visit)
-    }
-
-    fn scan_links_with(&self, opts: ReadOptions, mut visit: impl FnMut(&LinkRecord)) -> Result<()> {
-        let mut it = self.db.raw_iterator_cf_opt(self.cf(CF_LINKS), opts);
-        it.seek_to_first();
-        while let Some(v) = it.value() {
-            visit(&LinkRecord::decode(v)?);
-            it.next();
-        }
-        it.status()?;
-        Ok(())
+        scan_links_with(&self.db, ReadOptions::default(), visit)
     }
 
     pub(crate) fn cf(&self, name: &str) -> &ColumnFamily {
-        self.db
-            .cf_handle(name)
-            .expect("every CF is opened by Store::open")
+        cf_handle(&self.db, name)
     }
 
     /// A writer applying page crawls in batches.
     pub fn writer(&self) -> Writer<'_> {
         Writer::new(self)
-    }
-
-    /// Counters of an item, or `None` when the index knows nothing of it.
-    pub fn counters(&self, item: &Item) -> Result<Option<Counters>> {
-        let key = self.hasher.item_key(item);
-        let view = self.view();
-        self.db
-            .get_pinned_cf_opt(self.cf(CF_COUNTERS), key, &view.opts)?
-            .map(|v| Counters::decode(&v))
-            .transpose()
-    }
-
-    /// Counters of many items in one batched read, in request order.
-    pub fn counters_many(&self, items: &[Item]) -> Result<Vec<Option<Counters>>> {
-        let cf = self.cf(CF_COUNTERS);
-        let keys: Vec<Vec<u8>> = items.iter().map(|i| self.hasher.item_key(i)).collect();
-        let view = self.view();
-        self.db
-            .batched_multi_get_cf_opt(cf, &keys, false, &view.opts)
-            .into_iter()
-            .map(|r| r?.map(|v| Counters::decode(&v)).transpose())
-            .collect()
-    }
-
-    /// Whole-index totals (links, pages crawled, URLs known, dates).
-    pub fn index_counters(&self) -> Result<Counters> {
-        Ok(self.counters(&Item::index())?.unwrap_or_default())
     }
 
     /// Whole-index totals as last written, published or not (for the writer's side).
@@ -390,184 +293,6 @@ impl Store {
             .map(|v| Counters::decode(&v))
             .transpose()
             .map(Option::unwrap_or_default)
-    }
-
-    /// State of a crawled page.
-    pub fn page(&self, url: &str) -> Result<Option<PageState>> {
-        let view = self.view();
-        self.db
-            .get_pinned_cf_opt(self.cf(CF_PAGES), url_key(url), &view.opts)?
-            .map(|v| PageState::decode(&v))
-            .transpose()
-    }
-
-    /// Backlinks of an item by SourceTrustFlow descending (deterministic tie-break), with
-    /// the query's filters and caps. Every row is checked against the item, so a hash
-    /// collision can never return another item's links.
-    pub fn backlinks(&self, item: &Item, q: &BacklinkQuery) -> Result<Vec<LinkRecord>> {
-        let count = q.count.min(MAX_BACKLINK_COUNT);
-        let mut rows = Vec::with_capacity(count.min(1024));
-        if count == 0 {
-            return Ok(rows);
-        }
-        let ref_domain = q.ref_domain.as_deref().map(str::to_ascii_lowercase);
-        let mut per_domain: HashMap<String, usize> = HashMap::new();
-        let mut per_source: HashMap<String, usize> = HashMap::new();
-        let mut skipped = 0usize;
-        self.scan_backlinks(item, |rec| {
-            if q.exclude_deleted && rec.is_deleted() {
-                return true;
-            }
-            let needs_domain = ref_domain.is_some() || q.max_per_ref_domain.is_some();
-            let domain = if needs_domain {
-                let host = host_of(&rec.source_url);
-                root_domain(host).unwrap_or(host)
-            } else {
-                ""
-            };
-            if ref_domain.as_deref().is_some_and(|d| d != domain) {
-                return true;
-            }
-            if let Some(max) = q.max_per_ref_domain {
-                let n = per_domain.entry(domain.to_string()).or_default();
-                if *n >= max {
-                    return true;
-                }
-                *n += 1;
-            }
-            if let Some(max) = q.max_per_source_url {
-                let n = per_source.entry(rec.source_url.clone()).or_default();
-                if *n >= max {
-                    return true;
-                }
-                *n += 1;
-            }
-            if skipped < q.from {
-                skipped += 1;
-                return true;
-            }
-            rows.push(rec);
-            rows.len() < count
-        })?;
-        Ok(rows)
-    }
-
-    /// Visits the item's backlinks in key order until `visit` returns false.
-    pub fn scan_backlinks(
-        &self,
-        item: &Item,
-        mut visit: impl FnMut(LinkRecord) -> bool,
-    ) -> Result<()> {
-        let hash = self.hasher.hash(item.level, &item.name);
-        let lower = backlink_prefix(self.generation(), hash);
-        let View {
-            mut opts,
-            _snapshot,
-        } = self.view();
-        if let Some(upper) = prefix_successor(&lower) {
-            opts.set_iterate_upper_bound(upper);
-        }
-        let mut it = self.db.raw_iterator_cf_opt(self.cf(CF_BACKLINKS), opts);
-        it.seek(lower);
-        while it.valid() {
-            let (Some(key), Some(value)) = (it.key(), it.value()) else {
-                break;
-            };
-            if !key.starts_with(&lower) {
-                break;
-            }
-            let rec = LinkRecord::decode(value)?;
-            if item.contains_url(&rec.target_url) && !visit(rec) {
-                return Ok(());
-            }
-            it.next();
-        }
-        it.status()?;
-        Ok(())
-    }
-
-    /// Referring domains of an item, most backlinks first.
-    pub fn ref_domains(&self, item: &Item, from: usize, count: usize) -> Result<Vec<RefDomain>> {
-        self.ranked(item, CF_REFDOMAINS_RANKED, from, count, RefDomain::decode)
-    }
-
-    /// One referring domain's aggregate for an item.
-    pub fn ref_domain(&self, item: &Item, domain: &str) -> Result<Option<RefDomain>> {
-        let key = crate::keys::member_key(&self.hasher.item_key(item), domain);
-        let view = self.view();
-        self.db
-            .get_pinned_cf_opt(self.cf(CF_REFDOMAINS), key, &view.opts)?
-            .map(|v| RefDomain::decode(&v))
-            .transpose()
-    }
-
-    /// Anchor texts of an item, most referring domains first.
-    pub fn anchors(&self, item: &Item, from: usize, count: usize) -> Result<Vec<AnchorText>> {
-        self.ranked(item, CF_ANCHORS_RANKED, from, count, AnchorText::decode)
-    }
-
-    fn ranked<T>(
-        &self,
-        item: &Item,
-        cf: &str,
-        from: usize,
-        count: usize,
-        decode: fn(&[u8]) -> Result<T>,
-    ) -> Result<Vec<T>> {
-        let prefix = self.hasher.item_key(item);
-        let view = self.view();
-        let mut it = self.db.iterator_cf_opt(
-            self.cf(cf),
-            view.opts,
-            IteratorMode::From(&prefix, Direction::Forward),
-        );
-        let mut out = Vec::new();
-        let mut skipped = 0;
-        while out.len() < count {
-            let Some(kv) = it.next() else { break };
-            let (k, v) = kv?;
-            if !k.starts_with(&prefix) {
-                break;
-            }
-            if skipped < from {
-                skipped += 1;
-                continue;
-            }
-            out.push(decode(&v)?);
-        }
-        Ok(out)
-    }
-
-    /// Links found and lost per day in `[from_day, to_day]`, days with no change omitted.
-    pub fn timeline(&self, item: &Item, from_day: u32, to_day: u32) -> Result<Vec<TimelinePoint>> {
-        let prefix = self.hasher.item_key(item);
-        let start = crate::keys::timeline_key(&prefix, from_day);
-        let view = self.view();
-        let it = self.db.iterator_cf_opt(
-            self.cf(CF_TIMELINE),
-            view.opts,
-            IteratorMode::From(&start, Direction::Forward),
-        );
-        let mut out = Vec::new();
-        for kv in it {
-            let (k, v) = kv?;
-            if !k.starts_with(&prefix) || k.len() != prefix.len() + 4 {
-                break;
-            }
-            let day = u32::from_be_bytes(k[prefix.len()..].try_into().expect("4 bytes"));
-            if day > to_day {
-                break;
-            }
-            let d = TimelineDelta::decode(&v)?;
-            if d.found != 0 || d.lost != 0 {
-                out.push(TimelinePoint {
-                    day,
-                    found: d.found,
-                    lost: d.lost,
-                });
-            }
-        }
-        Ok(out)
     }
 
     /// Approximate bytes on disk of every column family (SST files).
@@ -597,25 +322,6 @@ impl Store {
             self.db.flush_cf(cf)?;
             self.db.compact_range_cf(cf, None::<&[u8]>, None::<&[u8]>);
         }
-        Ok(())
-    }
-
-    /// Visits every row of a table in key order (as published): for tools and tests
-    /// that compare stores row by row.
-    pub fn scan_table(
-        &self,
-        table: crate::build::Table,
-        mut visit: impl FnMut(&[u8], &[u8]),
-    ) -> Result<()> {
-        let mut it = self
-            .db
-            .raw_iterator_cf_opt(self.cf(table.cf_name()), self.view().opts);
-        it.seek_to_first();
-        while let (Some(k), Some(v)) = (it.key(), it.value()) {
-            visit(k, v);
-            it.next();
-        }
-        it.status()?;
         Ok(())
     }
 

@@ -230,7 +230,9 @@ impl<'a> Writer<'a> {
         if let Some(s) = self.pages.get(url) {
             return Ok(Some(*s));
         }
-        self.store.page(url)
+        // The latest state, not the published one: pages this writer committed in earlier
+        // batches are not published yet.
+        self.store.latest_page(url)
     }
 
     /// Trust and Citation Flow of a URL from the serving flow build (0 before any).
@@ -711,6 +713,7 @@ fn url_metrics(
         return Ok(f.clone());
     }
     let f = store
+        .read()
         .metrics(&Item::url(url))?
         .map_or(UrlMetrics::default(), |m| UrlMetrics {
             flow: FlowPair {

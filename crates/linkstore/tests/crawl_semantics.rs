@@ -49,6 +49,7 @@ fn apply_all(store: &Store, crawls: &[PageCrawl]) {
 
 fn all_backlinks(store: &Store, item: &str) -> Vec<linkstore::LinkRecord> {
     store
+        .read()
         .backlinks(
             &Item::parse(item).unwrap(),
             &BacklinkQuery {
@@ -90,12 +91,14 @@ fn links_are_found_seen_again_and_lost() {
     assert_eq!(lost[0].lost_reason, LostReason::LinkRemoved);
 
     let c = store
+        .read()
         .counters(&Item::parse("b.org").unwrap())
         .unwrap()
         .unwrap();
     assert_eq!((c.ext_backlinks, c.deleted_links, c.ref_domains), (1, 1, 1));
     assert_eq!(c.ref_domains_live, 0);
     let tl = store
+        .read()
         .timeline(&Item::parse("b.org").unwrap(), 0, u32::MAX)
         .unwrap();
     assert_eq!(tl.len(), 2);
@@ -112,11 +115,15 @@ fn reingest_is_idempotent_and_older_crawls_never_resurrect() {
     ];
     apply_all(&store, &crawls);
     let item = Item::parse("t.com").unwrap();
-    let before = store.counters(&item).unwrap();
+    let before = store.read().counters(&item).unwrap();
     let rows_before = all_backlinks(&store, "t.com");
 
     apply_all(&store, &crawls);
-    assert_eq!(store.counters(&item).unwrap(), before, "same file twice");
+    assert_eq!(
+        store.read().counters(&item).unwrap(),
+        before,
+        "same file twice"
+    );
     assert_eq!(all_backlinks(&store, "t.com"), rows_before);
 
     // An older crawl showing the link again must not bring it back.
@@ -131,7 +138,10 @@ fn reingest_is_idempotent_and_older_crawls_never_resurrect() {
     let rows = all_backlinks(&store, "t.com");
     assert!(rows[0].is_deleted());
     assert!(rows[0].history.contains(parse_day("2025-01-03").unwrap()));
-    assert_eq!(store.counters(&item).unwrap().unwrap().deleted_links, 1);
+    assert_eq!(
+        store.read().counters(&item).unwrap().unwrap().deleted_links,
+        1
+    );
 
     // A newer crawl that finds it again does.
     apply_all(
@@ -145,7 +155,10 @@ fn reingest_is_idempotent_and_older_crawls_never_resurrect() {
     let rows = all_backlinks(&store, "t.com");
     assert!(!rows[0].is_deleted());
     assert_eq!(rows[0].date_lost, 0);
-    assert_eq!(store.counters(&item).unwrap().unwrap().deleted_links, 0);
+    assert_eq!(
+        store.read().counters(&item).unwrap().unwrap().deleted_links,
+        0
+    );
 }
 
 #[test]
@@ -190,7 +203,7 @@ fn gone_and_redirecting_pages_lose_their_links_with_a_reason() {
     assert_eq!(redirect[0].kind, LinkKind::Redirect);
     assert_eq!(redirect[0].redirect_status, 301);
     assert!(
-        store.page("http://a.com/3").unwrap().is_none(),
+        store.read().page("http://a.com/3").unwrap().is_none(),
         "5xx says nothing"
     );
 }
@@ -217,6 +230,7 @@ fn internal_links_are_outlinks_not_backlinks() {
         "the source page's out-links travel with its records"
     );
     let c = store
+        .read()
         .counters(&Item::parse("a.com").unwrap())
         .unwrap()
         .unwrap();
@@ -261,6 +275,7 @@ fn backlink_reads_page_filter_and_cap() {
     for from in (0..all.len()).step_by(7) {
         paged.extend(
             store
+                .read()
                 .backlinks(
                     &item,
                     &BacklinkQuery {
@@ -275,6 +290,7 @@ fn backlink_reads_page_filter_and_cap() {
     assert_eq!(paged, all);
 
     let one_per_domain = store
+        .read()
         .backlinks(
             &item,
             &BacklinkQuery {
@@ -287,6 +303,7 @@ fn backlink_reads_page_filter_and_cap() {
     assert_eq!(one_per_domain.len(), 30);
 
     let one_per_source = store
+        .read()
         .backlinks(
             &item,
             &BacklinkQuery {
@@ -299,6 +316,7 @@ fn backlink_reads_page_filter_and_cap() {
     assert_eq!(one_per_source.len(), 30 * 4);
 
     let from_d7 = store
+        .read()
         .backlinks(
             &item,
             &BacklinkQuery {
@@ -311,7 +329,7 @@ fn backlink_reads_page_filter_and_cap() {
     assert_eq!(from_d7.len(), 8);
     assert!(from_d7.iter().all(|r| r.source_url.contains("d7.com")));
 
-    let c = store.counters(&item).unwrap().unwrap();
+    let c = store.read().counters(&item).unwrap().unwrap();
     assert_eq!(c.ext_backlinks, 240);
     assert_eq!(c.ref_domains, 30);
     assert_eq!(
@@ -322,10 +340,10 @@ fn backlink_reads_page_filter_and_cap() {
     assert_eq!(c.ref_subnets, 1);
     assert_eq!(c.indexed_urls, 5, "t.com/ and four sub pages");
 
-    let domains = store.ref_domains(&item, 0, 100).unwrap();
+    let domains = store.read().ref_domains(&item, 0, 100).unwrap();
     assert_eq!(domains.len(), 30);
     assert!(domains.iter().all(|d| d.links == 8));
-    let anchors = store.anchors(&item, 0, 100).unwrap();
+    let anchors = store.read().anchors(&item, 0, 100).unwrap();
     assert_eq!(anchors[0].text, "deep");
     assert_eq!(anchors[0].ref_domains, 30);
     assert_eq!(anchors.iter().map(|a| a.links).sum::<i64>(), 240);
@@ -351,6 +369,7 @@ fn deleted_links_can_be_excluded() {
         ],
     );
     let live = store
+        .read()
         .backlinks(
             &Item::parse("t.com").unwrap(),
             &BacklinkQuery {
@@ -402,17 +421,17 @@ fn hash_collisions_never_leak_another_items_links() {
         assert!(!b.is_empty());
         assert_eq!(a, b, "backlinks of {item}");
         assert_eq!(
-            tiny.counters(&i).unwrap(),
-            full.counters(&i).unwrap(),
+            tiny.read().counters(&i).unwrap(),
+            full.read().counters(&i).unwrap(),
             "{item}"
         );
         assert_eq!(
-            tiny.ref_domains(&i, 0, 100).unwrap(),
-            full.ref_domains(&i, 0, 100).unwrap()
+            tiny.read().ref_domains(&i, 0, 100).unwrap(),
+            full.read().ref_domains(&i, 0, 100).unwrap()
         );
         assert_eq!(
-            tiny.anchors(&i, 0, 100).unwrap(),
-            full.anchors(&i, 0, 100).unwrap()
+            tiny.read().anchors(&i, 0, 100).unwrap(),
+            full.read().anchors(&i, 0, 100).unwrap()
         );
     }
     assert_eq!(tiny.hash_bits(), 2);
@@ -444,7 +463,12 @@ fn a_store_reopens_with_its_data_and_hash_width() {
 fn readers_see_only_what_was_published() {
     let (_dir, store) = open(64);
     let b = Item::parse("b.com").unwrap();
-    let backlinks = |s: &Store| s.counters(&b).unwrap().map_or(0, |c| c.ext_backlinks);
+    let backlinks = |s: &Store| {
+        s.read()
+            .counters(&b)
+            .unwrap()
+            .map_or(0, |c| c.ext_backlinks)
+    };
     apply_all(
         &store,
         &[html("http://a.com/", T0, vec![link("http://b.com/", "x")])],
@@ -458,12 +482,59 @@ fn readers_see_only_what_was_published() {
     // Every read path shows the published state until the next publish.
     assert_eq!(backlinks(&store), 1);
     assert_eq!(all_backlinks(&store, "b.com").len(), 1);
-    assert_eq!(store.ref_domains(&b, 0, 10).unwrap().len(), 1);
-    assert_eq!(store.anchors(&b, 0, 10).unwrap().len(), 1);
-    assert!(store.page("http://c.com/").unwrap().is_none());
+    assert_eq!(store.read().ref_domains(&b, 0, 10).unwrap().len(), 1);
+    assert_eq!(store.read().anchors(&b, 0, 10).unwrap().len(), 1);
+    assert!(store.read().page("http://c.com/").unwrap().is_none());
     assert_eq!(store.latest_index_counters().unwrap().ext_backlinks, 2);
     store.publish();
     assert_eq!(backlinks(&store), 2);
     assert_eq!(all_backlinks(&store, "b.com").len(), 2);
-    assert!(store.page("http://c.com/").unwrap().is_some());
+    assert!(store.read().page("http://c.com/").unwrap().is_some());
+}
+
+#[test]
+fn writer_sees_its_own_unpublished_pages_across_batches() {
+    // A served store: readers see the published state, but a writer must apply each
+    // crawl against what it already wrote, or a page re-crawled in a later batch would
+    // count as newly crawled.
+    let (_dir, store) = open(64);
+    store.publish();
+    let page = |at| html("http://a.com/", at, vec![link("http://b.com/", "x")]);
+    apply_all(&store, &[page(T0)]);
+    apply_all(&store, &[page(T0 + DAY)]);
+    store.publish();
+    let index = store.read().index_counters().unwrap();
+    assert_eq!(index.crawled_urls, 1, "one page crawled twice");
+    let b = store
+        .read()
+        .counters(&Item::parse("b.com").unwrap())
+        .unwrap();
+    assert_eq!(b.unwrap().ext_backlinks, 1);
+    let state = store.read().page("http://a.com/").unwrap().unwrap();
+    assert_eq!((state.first_fetch, state.last_fetch), (T0, T0 + DAY));
+}
+
+#[test]
+fn a_view_outlives_later_publishes_unchanged() {
+    let (_dir, store) = open(64);
+    let b = Item::parse("b.com").unwrap();
+    apply_all(
+        &store,
+        &[html("http://a.com/", T0, vec![link("http://b.com/", "x")])],
+    );
+    store.publish();
+    let held = store.read();
+    apply_all(
+        &store,
+        &[html("http://c.com/", T0, vec![link("http://b.com/", "y")])],
+    );
+    store.publish();
+    // The old snapshot stays readable and unchanged after it stopped being published,
+    // also from another thread, while the new one shows both links.
+    let old = std::thread::spawn(move || held.counters(&b).unwrap().unwrap().ext_backlinks)
+        .join()
+        .unwrap();
+    assert_eq!(old, 1);
+    let b = Item::parse("b.com").unwrap();
+    assert_eq!(store.read().counters(&b).unwrap().unwrap().ext_backlinks, 2);
 }

@@ -7,7 +7,8 @@ use crate::metering::{self, Caller};
 use crate::params::Params;
 use indexes::{IndexKind, IndexStats};
 use linkstore::{
-    format_day, parse_day, BacklinkQuery, Item, Level, LinkRecord, Store, MAX_BACKLINK_COUNT,
+    format_day, parse_day, BacklinkQuery, Item, Level, LinkRecord, ReadView, Store,
+    MAX_BACKLINK_COUNT,
 };
 use std::sync::Arc;
 
@@ -286,11 +287,12 @@ const INFO_COLUMNS: &[&str] = &[
 
 fn get_index_item_info(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
     let (kind, store) = ctx.index(p)?;
+    let view = store.read();
     let items = items(p)?;
     let topics = p.int("DesiredTopics", 3)?.clamp(0, 30) as usize;
     let list: Vec<Item> = items.iter().map(|(_, i)| i.clone()).collect();
-    let counters = store.counters_many(&list).map_err(internal)?;
-    let metrics = store.metrics_many(&list).map_err(internal)?;
+    let counters = view.counters_many(&list).map_err(internal)?;
+    let metrics = view.metrics_many(&list).map_err(internal)?;
     let mut cols: Vec<String> = INFO_COLUMNS.iter().map(|c| c.to_string()).collect();
     cols.extend(topic_columns("TopicalTrustFlow", topics));
     let mut t = Table::new("Results", cols);
@@ -304,7 +306,7 @@ fn get_index_item_info(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
         let c = c.unwrap_or_default();
         let m = m.clone().unwrap_or_default();
         let page = if item.level == Level::Url {
-            store.page(&item.name).map_err(internal)?
+            view.page(&item.name).map_err(internal)?
         } else {
             None
         };
@@ -574,6 +576,7 @@ fn domain_of(url: &str) -> String {
 
 fn get_back_link_data(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
     let (kind, store) = ctx.index(p)?;
+    let view = store.read();
     let raw = p.required("item")?;
     let item = parse_item(raw, "item")?;
     let count = p.int("Count", 100)?;
@@ -621,7 +624,7 @@ fn get_back_link_data(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
             .filter(|d| !d.is_empty())
             .map(str::to_string),
     };
-    let scanned = store.backlinks(&item, &q).map_err(internal)?;
+    let scanned = view.backlinks(&item, &q).map_err(internal)?;
     let mut order: Vec<usize> = (0..scanned.len())
         .filter(|&i| {
             filter_topic
@@ -639,7 +642,7 @@ fn get_back_link_data(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
         } else {
             Vec::new()
         };
-        let domain_metrics = read_unique(&domains, |i| store.metrics_many(i))?;
+        let domain_metrics = read_unique(&domains, |i| view.metrics_many(i))?;
         let key = |i: usize, k: &str| -> SortValue {
             let r = &scanned[i];
             let o = r.source_out;
@@ -683,7 +686,7 @@ fn get_back_link_data(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
     let rows: Vec<&LinkRecord> = order.iter().map(|&i| &scanned[i]).collect();
     let show_domains = p.int("ShowDomainInfo", 0)? == 1;
     let mut domain_ids: std::collections::BTreeMap<String, i64> = Default::default();
-    let total = store
+    let total = view
         .counters(&item)
         .map_err(internal)?
         .unwrap_or_default()
@@ -719,14 +722,14 @@ fn get_back_link_data(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
     ctx.globals(&mut reply, kind, &store)?;
     reply.tables.push(t);
     if show_domains {
-        reply.tables.push(domains_info(&store, &domain_ids)?);
+        reply.tables.push(domains_info(&view, &domain_ids)?);
     }
     Ok(reply)
 }
 
 /// The `DomainsInfo` table of GetBackLinkData with `ShowDomainInfo=1`.
 fn domains_info(
-    store: &Store,
+    view: &ReadView,
     ids: &std::collections::BTreeMap<String, i64>,
 ) -> Result<Table, ApiError> {
     let cols = [
@@ -753,8 +756,8 @@ fn domains_info(
         .iter()
         .map(|(_, d)| Item::domain((*d).clone()))
         .collect();
-    let counters = store.counters_many(&items).map_err(internal)?;
-    let metrics = store.metrics_many(&items).map_err(internal)?;
+    let counters = view.counters_many(&items).map_err(internal)?;
+    let metrics = view.metrics_many(&items).map_err(internal)?;
     for (((id, domain), c), m) in by_id.iter().zip(&counters).zip(&metrics) {
         let c = c.unwrap_or_default();
         let m = m.clone().unwrap_or_default();
@@ -804,6 +807,7 @@ fn ref_domain_sort_key(code: i64) -> Option<&'static str> {
 
 fn get_ref_domains(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
     let (kind, store) = ctx.index(p)?;
+    let view = store.read();
     let mut items = match items(p) {
         Ok(i) => i,
         // Some clients send `item` for the single-item form.
@@ -834,7 +838,7 @@ fn get_ref_domains(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
     // Candidates: the top `depth` referring domains of every item.
     let mut candidates: std::collections::BTreeMap<String, ()> = Default::default();
     for (i, (raw, item)) in items.iter().enumerate() {
-        let c = store.counters(item).map_err(internal)?.unwrap_or_default();
+        let c = view.counters(item).map_err(internal)?.unwrap_or_default();
         request.push(vec![
             (i as i64).into(),
             raw.as_str().into(),
@@ -842,13 +846,13 @@ fn get_ref_domains(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
             c.ref_domains.into(),
             0.into(),
         ]);
-        for d in store.ref_domains(item, 0, depth).map_err(internal)? {
+        for d in view.ref_domains(item, 0, depth).map_err(internal)? {
             candidates.insert(d.domain, ());
         }
     }
     let domains: Vec<Item> = candidates.keys().map(|d| Item::domain(d.clone())).collect();
-    let counters = store.counters_many(&domains).map_err(internal)?;
-    let metrics = store.metrics_many(&domains).map_err(internal)?;
+    let counters = view.counters_many(&domains).map_err(internal)?;
+    let metrics = view.metrics_many(&domains).map_err(internal)?;
     struct Row {
         domain: String,
         per_item: Vec<linkstore::RefDomain>,
@@ -860,8 +864,7 @@ fn get_ref_domains(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
         let mut per_item = Vec::with_capacity(items.len());
         for (_, item) in &items {
             per_item.push(
-                store
-                    .ref_domain(item, &d.name)
+                view.ref_domain(item, &d.name)
                     .map_err(internal)?
                     .unwrap_or_default(),
             );
@@ -1034,6 +1037,7 @@ fn anchor_form(text: &str, mode: i64) -> String {
 
 fn get_anchor_text(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
     let (kind, store) = ctx.index(p)?;
+    let view = store.read();
     let raw = p.required("item")?;
     let item = parse_item(raw, "item")?;
     let count = p.int("Count", 10)?.clamp(0, 1000) as usize;
@@ -1055,7 +1059,7 @@ fn get_anchor_text(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
         (Some(f), 2) => a.contains(f.as_str()),
         _ => true,
     };
-    let c = store.counters(&item).map_err(internal)?.unwrap_or_default();
+    let c = view.counters(&item).map_err(internal)?.unwrap_or_default();
     let mut reply = Reply::ok();
     ctx.globals(&mut reply, kind, &store)?;
     let mut t = match mode {
@@ -1063,7 +1067,7 @@ fn get_anchor_text(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
             // Group stored anchors by their shown form (stored anchors keep their case).
             let mut grouped: Vec<(String, linkstore::AnchorText)> = Vec::new();
             let mut index: std::collections::HashMap<String, usize> = Default::default();
-            for a in store.anchors(&item, 0, 100_000).map_err(internal)? {
+            for a in view.anchors(&item, 0, 100_000).map_err(internal)? {
                 let form = anchor_form(&a.text, text_mode);
                 if !matches(&form) {
                     continue;
@@ -1104,7 +1108,7 @@ fn get_anchor_text(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
             .collect();
             cols.extend(topic_columns("TopicalTrustFlow", 3));
             let mut t = Table::new("AnchorText", cols);
-            let m = store.metrics(&item).map_err(internal)?.unwrap_or_default();
+            let m = view.metrics(&item).map_err(internal)?.unwrap_or_default();
             for (form, a) in grouped.iter().skip(from).take(count) {
                 // Estimated flows: the item's own flows, scaled by the anchor's followed share.
                 let followed = (a.links - a.nofollow_links).max(0) as f64 / a.links.max(1) as f64;
@@ -1138,18 +1142,17 @@ fn get_anchor_text(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
             }
             // Scan the item's backlinks for the anchor: referring domains (1) or links (2).
             let mut links = Vec::new();
-            store
-                .scan_backlinks(&item, |r| {
-                    if matches(&anchor_form(&r.anchor_text, text_mode))
-                        && filter_domain
-                            .as_ref()
-                            .is_none_or(|d| *d == domain_of(&r.source_url))
-                    {
-                        links.push(r);
-                    }
-                    links.len() < MAX_BACKLINK_COUNT
-                })
-                .map_err(internal)?;
+            view.scan_backlinks(&item, |r| {
+                if matches(&anchor_form(&r.anchor_text, text_mode))
+                    && filter_domain
+                        .as_ref()
+                        .is_none_or(|d| *d == domain_of(&r.source_url))
+                {
+                    links.push(r);
+                }
+                links.len() < MAX_BACKLINK_COUNT
+            })
+            .map_err(internal)?;
             if mode == 1 {
                 let mut per: std::collections::BTreeMap<String, (i64, i64)> = Default::default();
                 for r in &links {
@@ -1214,6 +1217,7 @@ fn date_param(p: &Params, names: &[&str]) -> Result<Option<u32>, ApiError> {
 
 fn get_new_lost_back_links(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
     let (kind, store) = ctx.index(p)?;
+    let view = store.read();
     let raw = p.required("item")?;
     let item = parse_item(raw, "item")?;
     let from = date_param(p, &["datefrom", "From"])?.unwrap_or(1);
@@ -1224,7 +1228,7 @@ fn get_new_lost_back_links(ctx: &Context, p: &Params) -> Result<Reply, ApiError>
             "the start date is after the end date",
         ));
     }
-    let points = store.timeline(&item, from, to).map_err(internal)?;
+    let points = view.timeline(&item, from, to).map_err(internal)?;
     let mut t = Table::new(
         "NewLostBackLinks",
         ["Date", "NewLinks", "LostLinks"]
@@ -1251,17 +1255,18 @@ fn get_new_lost_back_links(ctx: &Context, p: &Params) -> Result<Reply, ApiError>
 /// Trust Flow for each.
 fn get_topics(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
     let (kind, store) = ctx.index(p)?;
+    let view = store.read();
     let raw = p.required("item")?;
     let item = parse_item(raw, "item")?;
     let count = p.int("Count", 100)?.clamp(0, 10_000) as usize;
     let from = (p.int("From", 1)?.max(1) - 1) as usize;
-    let own = store.metrics(&item).map_err(internal)?.unwrap_or_default();
-    let refs = store.ref_domains(&item, 0, 10_000).map_err(internal)?;
+    let own = view.metrics(&item).map_err(internal)?.unwrap_or_default();
+    let refs = view.ref_domains(&item, 0, 10_000).map_err(internal)?;
     let domains: Vec<Item> = refs
         .iter()
         .map(|d| Item::domain(d.domain.clone()))
         .collect();
-    let metrics = store.metrics_many(&domains).map_err(internal)?;
+    let metrics = view.metrics_many(&domains).map_err(internal)?;
     let mut per: std::collections::BTreeMap<String, (i64, i64)> = Default::default();
     for (d, m) in refs.iter().zip(&metrics) {
         if let Some((topic, _)) = m.as_ref().and_then(|m| m.topics.first()) {

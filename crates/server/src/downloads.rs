@@ -15,7 +15,7 @@ use accounts::Units;
 use flate2::write::GzEncoder;
 use flate2::Compression;
 use indexes::IndexKind;
-use linkstore::{format_day, Item, LinkRecord, Store};
+use linkstore::{format_day, Item, LinkRecord, ReadView, Store};
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -248,17 +248,14 @@ struct TopicCache {
 }
 
 impl TopicCache {
-    fn get(&mut self, store: &Store, item: Item) -> linkstore::Result<(String, String)> {
+    fn get(&mut self, view: &ReadView, item: Item) -> linkstore::Result<(String, String)> {
         if let Some(v) = self.map.get(&item) {
             return Ok(v.clone());
         }
         if self.map.len() > 100_000 {
             self.map.clear();
         }
-        let v = match store
-            .metrics(&item)?
-            .and_then(|m| m.topics.first().cloned())
-        {
+        let v = match view.metrics(&item)?.and_then(|m| m.topics.first().cloned()) {
             Some((t, v)) => (t, v.to_string()),
             None => (String::new(), String::new()),
         };
@@ -280,66 +277,67 @@ fn export(store: &Store, item: &Item, path: &Path, cancel: &AtomicBool) -> Resul
     };
     let mut failure: Option<String> = None;
     let flag = |b: bool| if b { "1" } else { "" };
-    store
-        .scan_backlinks(item, |r: LinkRecord| {
-            if cancel.load(Ordering::Relaxed) {
-                failure = Some("deleted while running".into());
-                return false;
+    // One view for the whole export: every row and topic from the same published state.
+    let view = store.read();
+    view.scan_backlinks(item, |r: LinkRecord| {
+        if cancel.load(Ordering::Relaxed) {
+            failure = Some("deleted while running".into());
+            return false;
+        }
+        let result = (|| -> Result<(), String> {
+            let src_topic = r
+                .source_topics
+                .first()
+                .map_or((String::new(), String::new()), |(t, v)| {
+                    (t.clone(), v.to_string())
+                });
+            let host = linkstore::host_of(&r.source_url);
+            let domain = linkstore::root_domain(host).unwrap_or(host).to_string();
+            let dom_topic = topics
+                .get(&view, Item::domain(domain))
+                .map_err(|e| e.to_string())?;
+            let fields: [&str; 20] = [
+                &r.target_url,
+                &r.source_url,
+                &r.anchor_text,
+                &format_day(r.last_seen),
+                &format_day(r.first_seen),
+                flag(r.is_nofollow()),
+                flag(r.kind == linkstore::LinkKind::Image),
+                flag(r.kind == linkstore::LinkKind::Redirect),
+                flag(r.kind == linkstore::LinkKind::Frame),
+                flag(r.is_deleted()),
+                "",
+                "",
+                &r.source_flow.citation_flow.to_string(),
+                &r.source_flow.trust_flow.to_string(),
+                &r.target_flow.citation_flow.to_string(),
+                &r.target_flow.trust_flow.to_string(),
+                &src_topic.0,
+                &src_topic.1,
+                &dom_topic.0,
+                &dom_topic.1,
+            ];
+            for (i, f) in fields.iter().enumerate() {
+                if i > 0 {
+                    out.write_all(b",").map_err(io)?;
+                }
+                csv_field(&mut out, f).map_err(io)?;
             }
-            let result = (|| -> Result<(), String> {
-                let src_topic = r
-                    .source_topics
-                    .first()
-                    .map_or((String::new(), String::new()), |(t, v)| {
-                        (t.clone(), v.to_string())
-                    });
-                let host = linkstore::host_of(&r.source_url);
-                let domain = linkstore::root_domain(host).unwrap_or(host).to_string();
-                let dom_topic = topics
-                    .get(store, Item::domain(domain))
-                    .map_err(|e| e.to_string())?;
-                let fields: [&str; 20] = [
-                    &r.target_url,
-                    &r.source_url,
-                    &r.anchor_text,
-                    &format_day(r.last_seen),
-                    &format_day(r.first_seen),
-                    flag(r.is_nofollow()),
-                    flag(r.kind == linkstore::LinkKind::Image),
-                    flag(r.kind == linkstore::LinkKind::Redirect),
-                    flag(r.kind == linkstore::LinkKind::Frame),
-                    flag(r.is_deleted()),
-                    "",
-                    "",
-                    &r.source_flow.citation_flow.to_string(),
-                    &r.source_flow.trust_flow.to_string(),
-                    &r.target_flow.citation_flow.to_string(),
-                    &r.target_flow.trust_flow.to_string(),
-                    &src_topic.0,
-                    &src_topic.1,
-                    &dom_topic.0,
-                    &dom_topic.1,
-                ];
-                for (i, f) in fields.iter().enumerate() {
-                    if i > 0 {
-                        out.write_all(b",").map_err(io)?;
-                    }
-                    csv_field(&mut out, f).map_err(io)?;
-                }
-                out.write_all(b"\n").map_err(io)
-            })();
-            match result {
-                Ok(()) => {
-                    rows += 1;
-                    true
-                }
-                Err(e) => {
-                    failure = Some(e);
-                    false
-                }
+            out.write_all(b"\n").map_err(io)
+        })();
+        match result {
+            Ok(()) => {
+                rows += 1;
+                true
             }
-        })
-        .map_err(|e| e.to_string())?;
+            Err(e) => {
+                failure = Some(e);
+                false
+            }
+        }
+    })
+    .map_err(|e| e.to_string())?;
     if let Some(e) = failure {
         return Err(e);
     }
@@ -366,6 +364,7 @@ pub fn download_back_links(
     // Charged when queued: the analysis cost GetIndexItemInfo predicts, and one retrieval
     // unit per backlink the export will write.
     let c = store
+        .read()
         .counters(&item)
         .map_err(|e| ApiError::new("InternalError", e.to_string()))?
         .unwrap_or_default();

@@ -1,0 +1,368 @@
+//! What readers see: an owned, consistent view of a store, and every read path.
+
+use crate::aggregate::{AnchorText, Counters, RefDomain, TimelineDelta};
+use crate::error::Result;
+use crate::item::{host_of, root_domain, Item};
+use crate::keys::{backlink_prefix, metrics_key, url_key, ItemHasher};
+use crate::metrics::ItemMetrics;
+use crate::page::PageState;
+use crate::record::LinkRecord;
+use crate::store::{
+    cf_handle, prefix_successor, CF_ANCHORS_RANKED, CF_BACKLINKS, CF_COUNTERS, CF_LINKS,
+    CF_METRICS, CF_PAGES, CF_REFDOMAINS, CF_REFDOMAINS_RANKED, CF_TIMELINE,
+};
+use rocksdb::{ColumnFamily, Direction, IteratorMode, ReadOptions, DB};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// The most rows one backlink read returns (Majestic's `Count` limit).
+pub const MAX_BACKLINK_COUNT: usize = 50_000;
+
+type Snapshot<'db> = rocksdb::SnapshotWithThreadMode<'db, DB>;
+
+self_cell::self_cell!(
+    /// A RocksDB snapshot that owns a handle to its database: it can be shared between
+    /// threads and outlive the `&Store` that took it, and the database closes only after
+    /// the snapshot is released (a self-cell drops its dependent before its owner).
+    pub(crate) struct OwnedSnapshot {
+        owner: Arc<DB>,
+        #[covariant]
+        dependent: Snapshot,
+    }
+);
+
+impl OwnedSnapshot {
+    pub(crate) fn take(db: &Arc<DB>) -> OwnedSnapshot {
+        OwnedSnapshot::new(Arc::clone(db), |db| db.snapshot())
+    }
+}
+
+/// One consistent read-only view of a store: its database handle, the published snapshot
+/// (`None` for a store never published: every committed batch) and the flow generation
+/// that snapshot serves, captured together under one lock by [`crate::Store::read`], so
+/// a flow build switching generations is seen entirely or not at all. Cheap to clone;
+/// hold one for every read of a request so they agree with each other.
+#[derive(Clone)]
+pub struct ReadView {
+    pub(crate) db: Arc<DB>,
+    pub(crate) snapshot: Option<Arc<OwnedSnapshot>>,
+    pub(crate) generation: u8,
+    pub(crate) hasher: ItemHasher,
+}
+
+/// Which backlinks of an item to read, in SourceTrustFlow order.
+#[derive(Debug, Clone)]
+pub struct BacklinkQuery {
+    /// Matching rows to skip (paging).
+    pub from: usize,
+    /// Rows to return, at most [`MAX_BACKLINK_COUNT`].
+    pub count: usize,
+    pub exclude_deleted: bool,
+    /// At most this many source URLs per referring root domain.
+    pub max_per_ref_domain: Option<usize>,
+    /// At most this many rows per source URL.
+    pub max_per_source_url: Option<usize>,
+    /// Only links from this referring root domain.
+    pub ref_domain: Option<String>,
+}
+
+impl Default for BacklinkQuery {
+    fn default() -> Self {
+        BacklinkQuery {
+            from: 0,
+            count: 100,
+            exclude_deleted: false,
+            max_per_ref_domain: None,
+            max_per_source_url: None,
+            ref_domain: None,
+        }
+    }
+}
+
+/// Links found and lost on one day for one item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimelinePoint {
+    pub day: u32,
+    pub found: i64,
+    pub lost: i64,
+}
+
+impl ReadView {
+    /// Read options pointing into this view's snapshot. Iterators made with them borrow
+    /// `self.db`, so they cannot outlive the view that keeps the snapshot alive.
+    fn opts(&self) -> ReadOptions {
+        let mut opts = ReadOptions::default();
+        if let Some(s) = &self.snapshot {
+            opts.set_snapshot(s.borrow_dependent());
+        }
+        opts
+    }
+
+    fn cf(&self, name: &str) -> &ColumnFamily {
+        cf_handle(&self.db, name)
+    }
+
+    /// The generation of backlink orderings and metrics this view serves.
+    pub fn generation(&self) -> u8 {
+        self.generation
+    }
+
+    /// Flow metrics of an item from the last flow build, `None` before any.
+    pub fn metrics(&self, item: &Item) -> Result<Option<ItemMetrics>> {
+        let key = metrics_key(self.generation, &self.hasher.item_key(item));
+        self.db
+            .get_pinned_cf_opt(self.cf(CF_METRICS), key, &self.opts())?
+            .map(|v| ItemMetrics::decode(&v))
+            .transpose()
+    }
+
+    /// Metrics of many items in one batched read, in request order.
+    pub fn metrics_many(&self, items: &[Item]) -> Result<Vec<Option<ItemMetrics>>> {
+        let g = self.generation;
+        let keys: Vec<Vec<u8>> = items
+            .iter()
+            .map(|i| metrics_key(g, &self.hasher.item_key(i)))
+            .collect();
+        self.db
+            .batched_multi_get_cf_opt(self.cf(CF_METRICS), &keys, false, &self.opts())
+            .into_iter()
+            .map(|r| r?.map(|v| ItemMetrics::decode(&v)).transpose())
+            .collect()
+    }
+
+    /// Counters of an item, or `None` when the index knows nothing of it.
+    pub fn counters(&self, item: &Item) -> Result<Option<Counters>> {
+        let key = self.hasher.item_key(item);
+        self.db
+            .get_pinned_cf_opt(self.cf(CF_COUNTERS), key, &self.opts())?
+            .map(|v| Counters::decode(&v))
+            .transpose()
+    }
+
+    /// Counters of many items in one batched read, in request order.
+    pub fn counters_many(&self, items: &[Item]) -> Result<Vec<Option<Counters>>> {
+        let cf = self.cf(CF_COUNTERS);
+        let keys: Vec<Vec<u8>> = items.iter().map(|i| self.hasher.item_key(i)).collect();
+        self.db
+            .batched_multi_get_cf_opt(cf, &keys, false, &self.opts())
+            .into_iter()
+            .map(|r| r?.map(|v| Counters::decode(&v)).transpose())
+            .collect()
+    }
+
+    /// Whole-index totals (links, pages crawled, URLs known, dates).
+    pub fn index_counters(&self) -> Result<Counters> {
+        Ok(self.counters(&Item::index())?.unwrap_or_default())
+    }
+
+    /// State of a crawled page.
+    pub fn page(&self, url: &str) -> Result<Option<PageState>> {
+        self.db
+            .get_pinned_cf_opt(self.cf(CF_PAGES), url_key(url), &self.opts())?
+            .map(|v| PageState::decode(&v))
+            .transpose()
+    }
+
+    /// Backlinks of an item by SourceTrustFlow descending (deterministic tie-break), with
+    /// the query's filters and caps. Every row is checked against the item, so a hash
+    /// collision can never return another item's links.
+    pub fn backlinks(&self, item: &Item, q: &BacklinkQuery) -> Result<Vec<LinkRecord>> {
+        let count = q.count.min(MAX_BACKLINK_COUNT);
+        let mut rows = Vec::with_capacity(count.min(1024));
+        if count == 0 {
+            return Ok(rows);
+        }
+        let ref_domain = q.ref_domain.as_deref().map(str::to_ascii_lowercase);
+        let mut per_domain: HashMap<String, usize> = HashMap::new();
+        let mut per_source: HashMap<String, usize> = HashMap::new();
+        let mut skipped = 0usize;
+        self.scan_backlinks(item, |rec| {
+            if q.exclude_deleted && rec.is_deleted() {
+                return true;
+            }
+            let needs_domain = ref_domain.is_some() || q.max_per_ref_domain.is_some();
+            let domain = if needs_domain {
+                let host = host_of(&rec.source_url);
+                root_domain(host).unwrap_or(host)
+            } else {
+                ""
+            };
+            if ref_domain.as_deref().is_some_and(|d| d != domain) {
+                return true;
+            }
+            if let Some(max) = q.max_per_ref_domain {
+                let n = per_domain.entry(domain.to_string()).or_default();
+                if *n >= max {
+                    return true;
+                }
+                *n += 1;
+            }
+            if let Some(max) = q.max_per_source_url {
+                let n = per_source.entry(rec.source_url.clone()).or_default();
+                if *n >= max {
+                    return true;
+                }
+                *n += 1;
+            }
+            if skipped < q.from {
+                skipped += 1;
+                return true;
+            }
+            rows.push(rec);
+            rows.len() < count
+        })?;
+        Ok(rows)
+    }
+
+    /// Visits the item's backlinks in key order until `visit` returns false.
+    pub fn scan_backlinks(
+        &self,
+        item: &Item,
+        mut visit: impl FnMut(LinkRecord) -> bool,
+    ) -> Result<()> {
+        let hash = self.hasher.hash(item.level, &item.name);
+        let lower = backlink_prefix(self.generation, hash);
+        let mut opts = self.opts();
+        if let Some(upper) = prefix_successor(&lower) {
+            opts.set_iterate_upper_bound(upper);
+        }
+        let mut it = self.db.raw_iterator_cf_opt(self.cf(CF_BACKLINKS), opts);
+        it.seek(lower);
+        while it.valid() {
+            let (Some(key), Some(value)) = (it.key(), it.value()) else {
+                break;
+            };
+            if !key.starts_with(&lower) {
+                break;
+            }
+            let rec = LinkRecord::decode(value)?;
+            if item.contains_url(&rec.target_url) && !visit(rec) {
+                return Ok(());
+            }
+            it.next();
+        }
+        it.status()?;
+        Ok(())
+    }
+
+    /// Referring domains of an item, most backlinks first.
+    pub fn ref_domains(&self, item: &Item, from: usize, count: usize) -> Result<Vec<RefDomain>> {
+        self.ranked(item, CF_REFDOMAINS_RANKED, from, count, RefDomain::decode)
+    }
+
+    /// One referring domain's aggregate for an item.
+    pub fn ref_domain(&self, item: &Item, domain: &str) -> Result<Option<RefDomain>> {
+        let key = crate::keys::member_key(&self.hasher.item_key(item), domain);
+        self.db
+            .get_pinned_cf_opt(self.cf(CF_REFDOMAINS), key, &self.opts())?
+            .map(|v| RefDomain::decode(&v))
+            .transpose()
+    }
+
+    /// Anchor texts of an item, most referring domains first.
+    pub fn anchors(&self, item: &Item, from: usize, count: usize) -> Result<Vec<AnchorText>> {
+        self.ranked(item, CF_ANCHORS_RANKED, from, count, AnchorText::decode)
+    }
+
+    fn ranked<T>(
+        &self,
+        item: &Item,
+        cf: &str,
+        from: usize,
+        count: usize,
+        decode: fn(&[u8]) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        let prefix = self.hasher.item_key(item);
+        let mut it = self.db.iterator_cf_opt(
+            self.cf(cf),
+            self.opts(),
+            IteratorMode::From(&prefix, Direction::Forward),
+        );
+        let mut out = Vec::new();
+        let mut skipped = 0;
+        while out.len() < count {
+            let Some(kv) = it.next() else { break };
+            let (k, v) = kv?;
+            if !k.starts_with(&prefix) {
+                break;
+            }
+            if skipped < from {
+                skipped += 1;
+                continue;
+            }
+            out.push(decode(&v)?);
+        }
+        Ok(out)
+    }
+
+    /// Links found and lost per day in `[from_day, to_day]`, days with no change omitted.
+    pub fn timeline(&self, item: &Item, from_day: u32, to_day: u32) -> Result<Vec<TimelinePoint>> {
+        let prefix = self.hasher.item_key(item);
+        let start = crate::keys::timeline_key(&prefix, from_day);
+        let it = self.db.iterator_cf_opt(
+            self.cf(CF_TIMELINE),
+            self.opts(),
+            IteratorMode::From(&start, Direction::Forward),
+        );
+        let mut out = Vec::new();
+        for kv in it {
+            let (k, v) = kv?;
+            if !k.starts_with(&prefix) || k.len() != prefix.len() + 4 {
+                break;
+            }
+            let day = u32::from_be_bytes(k[prefix.len()..].try_into().expect("4 bytes"));
+            if day > to_day {
+                break;
+            }
+            let d = TimelineDelta::decode(&v)?;
+            if d.found != 0 || d.lost != 0 {
+                out.push(TimelinePoint {
+                    day,
+                    found: d.found,
+                    lost: d.lost,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// Visits every row of a table in key order (as published): for tools and tests
+    /// that compare stores row by row.
+    pub fn scan_table(
+        &self,
+        table: crate::build::Table,
+        mut visit: impl FnMut(&[u8], &[u8]),
+    ) -> Result<()> {
+        let mut it = self
+            .db
+            .raw_iterator_cf_opt(self.cf(table.cf_name()), self.opts());
+        it.seek_to_first();
+        while let (Some(k), Some(v)) = (it.key(), it.value()) {
+            visit(k, v);
+            it.next();
+        }
+        it.status()?;
+        Ok(())
+    }
+
+    /// Visits every stored link (internal and external, live and deleted), by source.
+    pub fn scan_links(&self, visit: impl FnMut(&LinkRecord)) -> Result<()> {
+        scan_links_with(&self.db, self.opts(), visit)
+    }
+}
+
+/// Visits every stored link of `db` under `opts`, by source.
+pub(crate) fn scan_links_with(
+    db: &DB,
+    opts: ReadOptions,
+    mut visit: impl FnMut(&LinkRecord),
+) -> Result<()> {
+    let mut it = db.raw_iterator_cf_opt(cf_handle(db, CF_LINKS), opts);
+    it.seek_to_first();
+    while let Some(v) = it.value() {
+        visit(&LinkRecord::decode(v)?);
+        it.next();
+    }
+    it.status()?;
+    Ok(())
+}
