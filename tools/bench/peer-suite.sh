@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Linkbase against PostgreSQL 15 on the same synthetic web, in one run, DuckDB's load of
-# the same rows, then the flow benchmark against networkit. Installs wrk and PostgreSQL
-# from Debian's packages and duckdb from PyPI, runs PostgreSQL on a private socket, and
+# Linkbase against PostgreSQL 15, DuckDB and ClickHouse (chdb) on the same synthetic web,
+# in one run, then the flow benchmark against networkit. Installs wrk and PostgreSQL from
+# Debian's packages and duckdb and chdb from PyPI, runs PostgreSQL on a private socket, and
 # prints a table with ratios
 # (target/bench-data/suite/results.md). Method in docs/benchmarks.md, "Peer suite".
 #
@@ -146,10 +146,15 @@ pg_index=$(secs_between "$t1" "$t2")
 pg_agg=$(secs_between "$t2" "$t3")
 read -r pg_bytes pg_bytes_all < <("${PSQL[@]}" -At -F ' ' -c "SELECT pg_total_relation_size('links'), pg_total_relation_size('links') + pg_total_relation_size('refdomains') + pg_total_relation_size('anchors') + pg_total_relation_size('summary')")
 
-# --- DuckDB: the same rows and aggregate tables (PyPI duckdb) ------------------------------
-log "DuckDB load and aggregate tables"
-python3 -c "import duckdb" 2>/dev/null || pip install -q duckdb
-duck_line=$(python3 tools/bench/duckdb_load.py "$root/rows.csv" "$root/duckdb")
+# --- DuckDB and ClickHouse (chdb): the same rows, aggregate tables and queries (PyPI) -------
+python3 -c "import duckdb, chdb" 2>/dev/null || pip install -q duckdb chdb
+for engine in duckdb clickhouse; do
+    log "$engine load, aggregate tables and queries"
+    python3 tools/bench/columnar_peer.py "$engine" "$root/rows.csv" "$root/$engine" \
+        "$root/items.txt" "$secs" "$root/$engine-queries.tsv" > "$root/$engine.txt"
+done
+duck_line=$(cat "$root/duckdb.txt")
+ch_line=$(cat "$root/clickhouse.txt")
 rm -f "$root/rows.csv"
 
 # --- Queries: Linkbase in-process, PostgreSQL through pgbench (1 client) -----------------
@@ -259,6 +264,7 @@ def tsv(name):
     rows = [l.rstrip('\n').split('\t') for l in open(f"{root}/{name}") if l.strip()]
     return {r[0]: r[1:] for r in rows if r[0] != 'query'}
 lb, pg = tsv('lb-queries.tsv'), tsv('pg-queries.tsv')
+duck, ch = tsv('duckdb-queries.tsv'), tsv('clickhouse-queries.tsv')
 links, rows = int("$lb_links"), int("$pg_rows")
 lb_ingest, pg_copy, pg_index, pg_agg = $lb_ingest, $pg_copy, $pg_index, $pg_agg
 pg_total = pg_copy + pg_index + pg_agg
@@ -275,13 +281,15 @@ names = {"top100": "top 100 by SourceTrustFlow", "top100_live": "top 100, live l
   "anchors100": "anchor text, top 100 (PostgreSQL: static aggregate table)", "newlost30": "new/lost in 30 days",
   "info_hot": "item info, hot page", "info_cold": "item info, cold page", "info100": "item info, 100 items"}
 print()
-print("| query (hot page unless said) | Linkbase p50 / p99 µs | PostgreSQL p50 / p99 µs | p50 ratio PostgreSQL / Linkbase |")
-print("|---|---|---|---|")
+print("| query (hot page unless said) | Linkbase p50 / p99 µs | PostgreSQL p50 / p99 µs | DuckDB p50 / p99 µs | ClickHouse p50 / p99 µs | p50 ratios PostgreSQL, DuckDB, ClickHouse / Linkbase |")
+print("|---|---|---|---|---|---|")
+def cell(r): return f"{float(r[0]):,.0f} / {float(r[1]):,.0f}" if r else "-"
+def ratio(r, l): return f"{float(r[0])/max(float(l[0]),0.001):,.1f}" if r else "-"
 for q, label in names.items():
     l = lb.get("refdomains100" if q == "refdomains100_raw" else q)
-    p = pg.get(q)
-    if not l or not p: continue
-    print(f"| {label} | {float(l[0]):,.1f} / {float(l[1]):,.1f} | {float(p[0]):,.0f} / {float(p[1]):,.0f} | {float(p[0])/max(float(l[0]),0.001):,.1f} |")
+    if not l: continue
+    p, d, c = pg.get(q), duck.get(q), ch.get(q)
+    print(f"| {label} | {float(l[0]):,.1f} / {float(l[1]):,.1f} | {cell(p)} | {cell(d)} | {cell(c)} | {ratio(p, l)}, {ratio(d, l)}, {ratio(c, l)} |")
 print()
 print("| over loopback, 32 connections, 2 client threads (same 2 cores as the servers) | Linkbase (HTTP, wrk) | PostgreSQL (its protocol, pgbench) | Linkbase / PostgreSQL |")
 print("|---|---|---|---|")
@@ -290,6 +298,7 @@ print(f"| GetIndexItemInfo 1 item / summary row: requests/s, p50, p99 | $lb_rps_
 print()
 print("Flow: $flow_line")
 print("DuckDB (same rows, same aggregate tables, from the same CSV): $duck_line")
+print("ClickHouse (chdb, MergeTree ordered by target and TF; same rows and tables): $ch_line")
 EOF
 cat "$root/results.md"
 echo "commit $(git rev-parse --short HEAD), $(date -u +%Y-%m-%d)" | tee -a "$root/results.md"
