@@ -122,6 +122,9 @@ pub(crate) fn cf_options(name: &str, cache: Option<&Cache>) -> Options {
     table.set_block_size(16 << 10);
     o.set_block_based_table_factory(&table);
     o.set_compression_type(rocksdb::DBCompressionType::Lz4);
+    // The bottom level holds nearly all data (and every bulk-built file): ZSTD there,
+    // LZ4 above, where files are rewritten soon.
+    o.set_bottommost_compression_type(rocksdb::DBCompressionType::Zstd);
     o.set_write_buffer_size(64 << 20);
     // Most ingest reads are misses on new keys: let the memtable say so cheaply.
     o.set_memtable_prefix_bloom_ratio(0.1);
