@@ -287,3 +287,35 @@ fn an_unrelated_site_changes_nobodys_scores() {
         );
     }
 }
+
+/// Expiring the window after a flow build removes every backlink row of the expired
+/// links: rows are keyed by the source's Trust Flow of the build, not the one stored with
+/// the link record when it was written.
+#[test]
+fn expiry_after_a_flow_build_leaves_no_backlink_rows_behind() {
+    let (_dir, store) = built();
+    let good = Item::parse("good.com").unwrap();
+    let q = BacklinkQuery {
+        count: 1000,
+        ..Default::default()
+    };
+    assert!(store.read().backlinks(&good, &q).unwrap().len() >= 2);
+    assert!(metrics(&store, "trusted.org").trust_flow > 0);
+    // A crawl a year later keeps one page; everything crawled at T0 leaves the window.
+    let later = PageCrawl {
+        fetched_at: T0 + 365 * 86_400,
+        ..page("http://www.other.org/", &["http://www.good.com/"])
+    };
+    apply(&store, &[later]);
+    let cutoff = linkstore::day_of(T0 + 200 * 86_400);
+    let stats = store.writer().expire_before(cutoff).unwrap();
+    assert!(stats.pages >= 44, "{stats:?}");
+    let left = store.read().backlinks(&good, &q).unwrap();
+    assert_eq!(left.len(), 1, "{left:?}");
+    let mut rows = 0;
+    store
+        .read()
+        .scan_table(linkstore::build::Table::Backlinks, |_, _| rows += 1)
+        .unwrap();
+    assert_eq!(rows, 3, "one link at three levels, no orphan rows");
+}

@@ -22,8 +22,8 @@ use crate::crawl::{crawl_order, crawl_status, newer_crawl, next_state, CrawlOrde
 use crate::error::{Error, Result};
 use crate::item::Item;
 use crate::keys::{
-    distinct_key, link_key, member_key, ranked_key, timeline_key, url_hash, url_key, url_of_key,
-    DistinctKind, ItemHasher,
+    distinct_key, expiry_page_key, link_key, member_key, ranked_key, timeline_key, url_hash,
+    url_key, url_of_key, DistinctKind, ItemHasher,
 };
 use crate::page::{day_of, PageCrawl, PageState};
 use crate::record::LinkRecord;
@@ -51,10 +51,11 @@ pub enum Table {
     RefDomainsRanked = 8,
     AnchorsRanked = 9,
     Counters = 10,
+    Expiry = 11,
 }
 
 impl Table {
-    pub const ALL: [Table; 11] = [
+    pub const ALL: [Table; 12] = [
         Table::Links,
         Table::Pages,
         Table::Distinct,
@@ -66,6 +67,7 @@ impl Table {
         Table::RefDomainsRanked,
         Table::AnchorsRanked,
         Table::Counters,
+        Table::Expiry,
     ];
 
     pub fn from_u8(b: u8) -> Option<Table> {
@@ -86,11 +88,14 @@ impl Table {
             Table::RefDomainsRanked => CF_REFDOMAINS_RANKED,
             Table::AnchorsRanked => CF_ANCHORS_RANKED,
             Table::Counters => CF_COUNTERS,
+            Table::Expiry => CF_EXPIRY,
         }
     }
 
     /// The 64-bit hash a row is partitioned by: the key's first 8 bytes (a page, URL or
-    /// item hash), after the generation byte for backlinks.
+    /// item hash), after the generation byte for backlinks. `expiry` keys start with a
+    /// kind byte and a day, so one partition holds them all (one row per page and per
+    /// deleted link: a small table).
     pub fn partition_hash(self, key: &[u8]) -> u64 {
         let start = usize::from(self == Table::Backlinks);
         let mut h = [0u8; 8];
@@ -109,6 +114,7 @@ impl Table {
                 | Table::Backlinks
                 | Table::RefDomainsRanked
                 | Table::AnchorsRanked
+                | Table::Expiry
         )
     }
 
@@ -121,7 +127,8 @@ impl Table {
             | Table::RefDomains
             | Table::Urls
             | Table::Timeline
-            | Table::Backlinks => 1,
+            | Table::Backlinks
+            | Table::Expiry => 1,
             Table::Anchors | Table::RefDomainsRanked => 2,
             Table::AnchorsRanked => 3,
             Table::Counters => 4,
@@ -245,6 +252,11 @@ impl PageRows {
             );
         }
         emit(Table::Pages, url_key(&url), state.encode());
+        emit(
+            Table::Expiry,
+            expiry_page_key(day_of(state.last_fetch), &url),
+            Vec::new(),
+        );
         emit(Table::Urls, url_key(&url), count(1));
         let crawled = Counters {
             crawled_urls: 1,
@@ -345,6 +357,7 @@ fn encode_contribution(c: Contribution) -> (Table, Vec<u8>, Vec<u8>) {
             key.to_vec(),
             record.expect("bulk builds only add records"),
         ),
+        Contribution::Expiry { key, .. } => (Table::Expiry, key.to_vec(), Vec::new()),
     }
 }
 
@@ -390,7 +403,8 @@ impl Reducer {
             | Table::Pages
             | Table::Backlinks
             | Table::RefDomainsRanked
-            | Table::AnchorsRanked => {
+            | Table::AnchorsRanked
+            | Table::Expiry => {
                 // One row per key; a second one is a 64-bit hash collision of two links
                 // (the incremental writer keeps one too).
                 if let Some(v) = values.next_value() {
@@ -551,7 +565,8 @@ pub fn combine(table: Table, a: &[u8], b: &[u8]) -> Result<Option<Vec<u8>>> {
         | Table::Pages
         | Table::Backlinks
         | Table::RefDomainsRanked
-        | Table::AnchorsRanked => return Ok(None),
+        | Table::AnchorsRanked
+        | Table::Expiry => return Ok(None),
         Table::Distinct | Table::Urls => {
             count(Reader::new(a, cf).ivarint()? + Reader::new(b, cf).ivarint()?)
         }

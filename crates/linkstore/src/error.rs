@@ -9,8 +9,17 @@ pub enum Error {
     #[error("corrupt {cf} value: {what}")]
     Corrupt { cf: &'static str, what: String },
     /// The store on disk was written by a different format version.
-    #[error("store format version {found} is not supported (this build reads {supported})")]
-    Version { found: u8, supported: u8 },
+    #[error(
+        "{}: store format version {found} is not supported (this build reads {supported}): \
+         rebuild the index from its crawl files (`linkbase ingest` into an empty data \
+         directory, or `linkbase historic build`)",
+        path.display()
+    )]
+    Version {
+        path: std::path::PathBuf,
+        found: u8,
+        supported: u8,
+    },
     /// An item string that is not a URL, host or domain.
     #[error("invalid item {item:?}: {reason}")]
     InvalidItem { item: String, reason: String },

@@ -65,6 +65,30 @@ pub fn link_key(source: &str, target: &str) -> [u8; 16] {
     k
 }
 
+/// What an `expiry` row stands for: its key's first byte.
+pub const EXPIRY_PAGE: u8 = b'P';
+pub const EXPIRY_LINK: u8 = b'L';
+
+/// `expiry` CF, a page: `'P' | day u32be | url_hash | url`, `day` its last fetch. A page's
+/// live links were seen at its last fetch, so they leave the window with it.
+pub fn expiry_page_key(day: u32, url: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(url.len() + 13);
+    k.push(EXPIRY_PAGE);
+    k.extend_from_slice(&day.to_be_bytes());
+    k.extend_from_slice(&url_key(url));
+    k
+}
+
+/// `expiry` CF, a deleted link: `'L' | day u32be | link key`, `day` the earlier of its
+/// last sighting and its loss: the day it leaves the window, before its page may.
+pub fn expiry_link_key(day: u32, link: &[u8; 16]) -> [u8; 21] {
+    let mut k = [0u8; 21];
+    k[0] = EXPIRY_LINK;
+    k[1..5].copy_from_slice(&day.to_be_bytes());
+    k[5..].copy_from_slice(link);
+    k
+}
+
 /// `backlinks` CF: `generation | item_hash | 255 - source_trust_flow | source_url_hash |
 /// target_url_hash`. Scanning a prefix of `generation | item_hash` yields backlinks by
 /// SourceTrustFlow descending, ties broken by the link hashes (deterministic). A flow

@@ -346,23 +346,14 @@ impl ReadView {
     }
 
     /// Visits every stored link (internal and external, live and deleted), by source.
-    pub fn scan_links(&self, visit: impl FnMut(&LinkRecord)) -> Result<()> {
-        scan_links_with(&self.db, self.opts(), visit)
+    pub fn scan_links(&self, mut visit: impl FnMut(&LinkRecord)) -> Result<()> {
+        let mut it = self.db.raw_iterator_cf_opt(self.cf(CF_LINKS), self.opts());
+        it.seek_to_first();
+        while let Some(v) = it.value() {
+            visit(&LinkRecord::decode(v)?);
+            it.next();
+        }
+        it.status()?;
+        Ok(())
     }
-}
-
-/// Visits every stored link of `db` under `opts`, by source.
-pub(crate) fn scan_links_with(
-    db: &DB,
-    opts: ReadOptions,
-    mut visit: impl FnMut(&LinkRecord),
-) -> Result<()> {
-    let mut it = db.raw_iterator_cf_opt(cf_handle(db, CF_LINKS), opts);
-    it.seek_to_first();
-    while let Some(v) = it.value() {
-        visit(&LinkRecord::decode(v)?);
-        it.next();
-    }
-    it.status()?;
-    Ok(())
 }

@@ -5,12 +5,11 @@ use crate::error::{Error, Result};
 use crate::item::Item;
 use crate::keys::{url_key, ItemHasher};
 use crate::page::PageState;
-use crate::read_view::{scan_links_with, OwnedSnapshot, ReadView};
-use crate::record::LinkRecord;
+use crate::read_view::{OwnedSnapshot, ReadView};
 use crate::writer::Writer;
 use rocksdb::{
     BlockBasedIndexType, BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, Options,
-    ReadOptions, DB,
+    DB,
 };
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -24,7 +23,7 @@ struct Published {
 }
 
 /// Version of the key layout and column-family set, stored under `meta/format`.
-pub const FORMAT_VERSION: u8 = 4;
+pub const FORMAT_VERSION: u8 = 5;
 
 pub(crate) const CF_META: &str = "meta";
 pub(crate) const CF_LINKS: &str = "links";
@@ -39,6 +38,7 @@ pub(crate) const CF_ANCHORS_RANKED: &str = "anchors_ranked";
 pub(crate) const CF_DISTINCT: &str = "distinct";
 pub(crate) const CF_TIMELINE: &str = "timeline";
 pub(crate) const CF_METRICS: &str = "metrics";
+pub(crate) const CF_EXPIRY: &str = "expiry";
 
 const ALL_CFS: &[&str] = &[
     CF_META,
@@ -54,6 +54,7 @@ const ALL_CFS: &[&str] = &[
     CF_DISTINCT,
     CF_TIMELINE,
     CF_METRICS,
+    CF_EXPIRY,
 ];
 
 /// Store settings.
@@ -137,6 +138,31 @@ pub(crate) fn cf_options(name: &str, cache: Option<&Cache>) -> Options {
     o
 }
 
+fn version_error(path: &Path, format: &[u8]) -> Error {
+    Error::Version {
+        path: path.to_path_buf(),
+        found: format.first().copied().unwrap_or(0),
+        supported: FORMAT_VERSION,
+    }
+}
+
+/// Refuses an existing store of another format before opening it for writing (which
+/// would add this format's column families to it).
+fn check_format(path: &Path) -> Result<()> {
+    let Ok(cfs) = DB::list_cf(&Options::default(), path) else {
+        return Ok(()); // no store yet
+    };
+    if !cfs.iter().any(|c| c == CF_META) {
+        return Ok(());
+    }
+    let db = DB::open_cf_for_read_only(&Options::default(), path, &cfs, false)?;
+    let meta = db.cf_handle(CF_META).expect("listed above");
+    match db.get_cf(meta, b"format")? {
+        Some(v) if v.len() != 2 || v[0] != FORMAT_VERSION => Err(version_error(path, &v)),
+        _ => Ok(()),
+    }
+}
+
 /// A column family of `db`; every one is opened by [`Store::open`].
 pub(crate) fn cf_handle<'db>(db: &'db DB, name: &str) -> &'db ColumnFamily {
     db.cf_handle(name)
@@ -154,6 +180,7 @@ impl Drop for Store {
 impl Store {
     pub fn open(path: impl AsRef<Path>, options: &StoreOptions) -> Result<Store> {
         let path = path.as_ref().to_path_buf();
+        check_format(&path)?;
         let cache = Cache::new_lru_cache(options.block_cache_bytes);
         let mut db_opts = Options::default();
         db_opts.create_if_missing(true);
@@ -171,10 +198,7 @@ impl Store {
         let hash_bits = match db.get_cf(meta, b"format")? {
             Some(v) => {
                 if v.len() != 2 || v[0] != FORMAT_VERSION {
-                    return Err(Error::Version {
-                        found: v.first().copied().unwrap_or(0),
-                        supported: FORMAT_VERSION,
-                    });
+                    return Err(version_error(&path, &v));
                 }
                 v[1]
             }
@@ -274,10 +298,6 @@ impl Store {
             .get_pinned_cf(self.cf(CF_PAGES), url_key(url))?
             .map(|v| PageState::decode(&v))
             .transpose()
-    }
-
-    pub(crate) fn scan_latest_links(&self, visit: impl FnMut(&LinkRecord)) -> Result<()> {
-        scan_links_with(&self.db, ReadOptions::default(), visit)
     }
 
     pub(crate) fn cf(&self, name: &str) -> &ColumnFamily {

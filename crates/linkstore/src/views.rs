@@ -8,7 +8,7 @@
 
 use crate::aggregate::{Counters, TimelineDelta};
 use crate::item::{host_of, root_domain, Item};
-use crate::keys::{backlink_key, link_key, DistinctKind, ItemHasher};
+use crate::keys::{backlink_key, expiry_link_key, link_key, DistinctKind, ItemHasher};
 use crate::record::{LinkKind, LinkRecord};
 use std::net::IpAddr;
 
@@ -56,6 +56,9 @@ pub(crate) enum Contribution {
         key: [u8; 26],
         record: Option<Vec<u8>>,
     },
+    /// A deleted link's `expiry` row (the day it leaves the fresh window): written on
+    /// additions, deleted on removals.
+    Expiry { key: [u8; 21], sign: i64 },
 }
 
 /// Every contribution of `rec` with `sign`, in a fixed order.
@@ -70,7 +73,14 @@ pub(crate) fn contributions(
     let target_domain = domain_of_url(&rec.target_url);
     let index_key = hasher.item_key(&Item::index());
 
-    if !rec.is_deleted() {
+    if rec.is_deleted() {
+        let day = min_nonzero(rec.last_seen, rec.date_lost);
+        let link = link_key(&rec.source_url, &rec.target_url);
+        out.push(Contribution::Expiry {
+            key: expiry_link_key(day, &link),
+            sign,
+        });
+    } else {
         for item in Item::levels_of_url(&rec.source_url) {
             let item_key = hasher.item_key(&item);
             let mut delta = Counters::default();

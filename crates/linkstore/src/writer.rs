@@ -19,8 +19,8 @@ use crate::crawl::{
 use crate::error::Result;
 use crate::item::Item;
 use crate::keys::{
-    backlink_key, distinct_key, link_key, member_key, ranked_key, timeline_key, url_key,
-    DistinctKind,
+    backlink_key, distinct_key, expiry_page_key, link_key, member_key, ranked_key, timeline_key,
+    url_key, url_of_key, DistinctKind, EXPIRY_LINK, EXPIRY_PAGE,
 };
 use crate::page::{day_of, PageCrawl, PageState};
 use crate::record::{FlowPair, LinkRecord};
@@ -221,8 +221,21 @@ impl<'a> Writer<'a> {
             }
             self.change_link(old.as_ref(), new)?;
         }
-        self.pages
-            .insert(crawl.url.clone(), next_state(previous, crawl, status));
+        let state = next_state(previous, crawl, status);
+        // The page's `expiry` row follows its last fetch day.
+        let (before, after) = (
+            previous.map(|p| day_of(p.last_fetch)),
+            day_of(state.last_fetch),
+        );
+        if before != Some(after) {
+            if let Some(day) = before {
+                self.batch
+                    .delete(CF_EXPIRY, expiry_page_key(day, &crawl.url));
+            }
+            self.batch
+                .put(CF_EXPIRY, expiry_page_key(after, &crawl.url), Vec::new());
+        }
+        self.pages.insert(crawl.url.clone(), state);
         Ok(stats)
     }
 
@@ -251,30 +264,11 @@ impl<'a> Writer<'a> {
         if let Some(set) = self.links.get(source) {
             return Ok(set.clone());
         }
-        let prefix = crate::keys::url_hash(source).to_be_bytes();
-        let mut opts = ReadOptions::default();
-        if let Some(upper) = u64::from_be_bytes(prefix).checked_add(1) {
-            opts.set_iterate_upper_bound(upper.to_be_bytes());
-        }
-        let mut it = self
-            .store
-            .db
-            .raw_iterator_cf_opt(self.store.cf(CF_LINKS), opts);
-        it.seek(prefix);
         let mut set = BTreeMap::new();
-        while let (Some(k), Some(v)) = (it.key(), it.value()) {
-            if !k.starts_with(&prefix) {
-                break;
-            }
-            let mut rec = LinkRecord::decode(v)?;
+        for mut rec in self.stored_links(source)? {
             rec.source_flow = source_flow;
-            // A 64-bit hash collision between two source URLs: not this page's link.
-            if rec.source_url == source {
-                set.insert(rec.target_url.clone(), rec);
-            }
-            it.next();
+            set.insert(rec.target_url.clone(), rec);
         }
-        it.status()?;
         self.links.insert(source.to_string(), set.clone());
         Ok(set)
     }
@@ -403,6 +397,13 @@ impl<'a> Writer<'a> {
                 Some(v) => self.batch.put(CF_BACKLINKS, key, v),
                 None => self.batch.delete(CF_BACKLINKS, key),
             },
+            Contribution::Expiry { key, sign } => {
+                if sign > 0 {
+                    self.batch.put(CF_EXPIRY, key, Vec::new());
+                } else {
+                    self.batch.delete(CF_EXPIRY, key);
+                }
+            }
         }
         Ok(())
     }
@@ -494,34 +495,52 @@ impl<'a> Writer<'a> {
     /// Removes every page last crawled before `cutoff` (a day number) with all its links,
     /// and every other link last seen before it (or, deleted, lost before it), with their
     /// whole share of every ordering, counter and aggregate: the rolling window of the
-    /// fresh index. Commits as it goes; pending crawls are committed first.
+    /// fresh index. Reads two ranges of the day-keyed `expiry` index (a page's live links
+    /// were seen at its last fetch; a deleted link has its own row), never every link.
+    /// Commits as it goes; pending crawls are committed first.
     pub fn expire_before(&mut self, cutoff: u32) -> Result<ExpireStats> {
         self.commit()?;
         let mut stats = ExpireStats::default();
-        let mut old_pages: HashSet<String> = HashSet::new();
-        {
-            let mut it = self.store.db.raw_iterator_cf(self.store.cf(CF_PAGES));
-            it.seek_to_first();
-            while let (Some(k), Some(v)) = (it.key(), it.value()) {
-                if day_of(PageState::decode(v)?.last_fetch) < cutoff {
-                    old_pages.insert(crate::keys::url_of_key(k)?);
-                }
-                it.next();
-            }
-            it.status()?;
-        }
-        let mut expired: Vec<LinkRecord> = Vec::new();
-        self.store.scan_latest_links(|rec| {
-            let gone = old_pages.contains(&rec.source_url)
-                || rec.last_seen < cutoff
-                || (rec.is_deleted() && rec.date_lost < cutoff);
-            if gone {
-                expired.push(rec.clone());
-            }
+        let mut old_pages: Vec<(Vec<u8>, String)> = Vec::new();
+        self.scan_expiry(EXPIRY_PAGE, cutoff, &mut |key| {
+            old_pages.push((key.to_vec(), url_of_key(&key[5..])?));
+            Ok(())
         })?;
+        let mut old_links: Vec<[u8; 16]> = Vec::new();
+        self.scan_expiry(EXPIRY_LINK, cutoff, &mut |key| {
+            old_links.push(
+                key[5..].try_into().map_err(|_| {
+                    crate::Error::corrupt(CF_EXPIRY, "link row key is not 21 bytes")
+                })?,
+            );
+            Ok(())
+        })?;
+        // Every expired record once (a deleted link of an expired page is in both).
+        let mut expired: BTreeMap<[u8; 16], LinkRecord> = BTreeMap::new();
+        for (_, url) in &old_pages {
+            for rec in self.stored_links(url)? {
+                expired.insert(link_key(&rec.source_url, &rec.target_url), rec);
+            }
+        }
+        for chunk in old_links.chunks(10_000) {
+            let values =
+                self.store
+                    .db
+                    .batched_multi_get_cf(self.store.cf(CF_LINKS), chunk.iter(), false);
+            for (key, value) in chunk.iter().zip(values) {
+                if let Some(v) = value? {
+                    expired.insert(*key, LinkRecord::decode(&v)?);
+                }
+            }
+        }
+        let expired: Vec<LinkRecord> = expired.into_values().collect();
         for chunk in expired.chunks(20_000) {
             for rec in chunk {
-                self.contribute(rec, -1)?;
+                // Backlink rows are keyed by the source's current flow, not the one
+                // stored with the record.
+                let mut rec = rec.clone();
+                rec.source_flow = self.url_metrics(&rec.source_url)?.flow;
+                self.contribute(&rec, -1)?;
                 self.ref_url(&rec.target_url, -1)?;
                 self.batch
                     .delete(CF_LINKS, link_key(&rec.source_url, &rec.target_url));
@@ -529,8 +548,9 @@ impl<'a> Writer<'a> {
             }
             self.commit()?;
         }
-        for url in &old_pages {
+        for (expiry_key, url) in &old_pages {
             self.batch.delete(CF_PAGES, url_key(url));
+            self.batch.delete(CF_EXPIRY, expiry_key.clone());
             let delta = Counters {
                 crawled_urls: -1,
                 ..Default::default()
@@ -541,6 +561,56 @@ impl<'a> Writer<'a> {
         }
         self.commit()?;
         Ok(stats)
+    }
+
+    /// Visits the keys of `expiry` rows of one kind whose day is before `cutoff`, as last
+    /// written.
+    fn scan_expiry(
+        &self,
+        kind: u8,
+        cutoff: u32,
+        visit: &mut dyn FnMut(&[u8]) -> Result<()>,
+    ) -> Result<()> {
+        let mut upper = vec![kind];
+        upper.extend_from_slice(&cutoff.to_be_bytes());
+        let mut opts = ReadOptions::default();
+        opts.set_iterate_upper_bound(upper);
+        let mut it = self
+            .store
+            .db
+            .raw_iterator_cf_opt(self.store.cf(CF_EXPIRY), opts);
+        it.seek([kind]);
+        while let Some(k) = it.key() {
+            visit(k)?;
+            it.next();
+        }
+        it.status()?;
+        Ok(())
+    }
+
+    /// A page's link records as stored (not the batch overlay: expiry commits first).
+    fn stored_links(&self, source: &str) -> Result<Vec<LinkRecord>> {
+        let prefix = crate::keys::url_hash(source).to_be_bytes();
+        let mut opts = ReadOptions::default();
+        if let Some(upper) = u64::from_be_bytes(prefix).checked_add(1) {
+            opts.set_iterate_upper_bound(upper.to_be_bytes());
+        }
+        let mut it = self
+            .store
+            .db
+            .raw_iterator_cf_opt(self.store.cf(CF_LINKS), opts);
+        it.seek(prefix);
+        let mut out = Vec::new();
+        while let Some(v) = it.value() {
+            let rec = LinkRecord::decode(v)?;
+            // A 64-bit hash collision between two source URLs: not this page's link.
+            if rec.source_url == source {
+                out.push(rec);
+            }
+            it.next();
+        }
+        it.status()?;
+        Ok(out)
     }
 
     /// Moves a distinct-member reference count; returns the change in the number of
