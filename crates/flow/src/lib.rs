@@ -239,6 +239,8 @@ pub fn build(
 
     progress("publishing metrics");
     let mut update = store.begin_flow_update()?;
+    // Each URL's flows and topics, made once: every backlink row carries its two ends'.
+    let mut url_flows: Vec<(FlowPair, Vec<(String, u8)>)> = Vec::with_capacity(n);
     for v in 0..n {
         let m = ItemMetrics {
             trust_flow: scale::trust_flow(tf.scores[v]),
@@ -246,6 +248,11 @@ pub fn build(
             topics: topics_for(g.domain_of_url(v), tf.scores[v]),
         };
         update.put_metrics(&Item::url(g.urls[v].clone()), &m)?;
+        let flow = FlowPair {
+            trust_flow: m.trust_flow,
+            citation_flow: m.citation_flow,
+        };
+        url_flows.push((flow, m.topics));
     }
     for (h, name) in g.hosts.iter().enumerate() {
         let (t, c) = host_raw[h];
@@ -278,13 +285,7 @@ pub fn build(
         .map(|(i, u)| (u.as_str(), i))
         .collect();
     let flow_of = |url: &str| match index.get(url) {
-        Some(&v) => (
-            FlowPair {
-                trust_flow: scale::trust_flow(tf.scores[v]),
-                citation_flow: scale::citation_flow(cf.scores[v]),
-            },
-            topics_for(g.domain_of_url(v), tf.scores[v]),
-        ),
+        Some(&v) => url_flows[v].clone(),
         None => (FlowPair::default(), Vec::new()),
     };
     let report = update.finish(flow_of, &mut |rows| {
