@@ -6,13 +6,17 @@
 //! buffer per run, whatever the input size; disk holds the runs.
 //!
 //! ```text
-//! run file:  { klen uvar | vlen uvar | table u8 + key (klen bytes) | value (vlen bytes) }*
+//! run file:  LZ4 frame of { klen uvar | vlen uvar | table u8 + key (klen bytes) | value (vlen bytes) }*
 //! ```
+//!
+//! Runs are LZ4-compressed: their rows are link records and URLs, which shrink about 3x,
+//! and disk is what bounds the input size.
 //!
 //! Run files are private to one build and removed when read (or when the build ends).
 
 use crate::error::{Error, Result};
 use linkstore::build::{Table, Values};
+use lz4_flex::frame::{FrameDecoder, FrameEncoder};
 use std::cmp::Ordering;
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
@@ -98,7 +102,7 @@ impl Sorter {
             .dir
             .join(format!("{}-{:05}.run", self.name, self.runs.len()));
         let file = File::create(&path).map_err(|e| Error::io(&path, e))?;
-        let mut out = BufWriter::with_capacity(1 << 20, file);
+        let mut out = FrameEncoder::new(BufWriter::with_capacity(1 << 20, file));
         let mut header = Vec::with_capacity(20);
         for r in &self.rows {
             let (o, k, v) = (r.offset, r.key_len, r.value_len);
@@ -109,7 +113,10 @@ impl Sorter {
                 .and_then(|()| out.write_all(&self.arena[o as usize..(o + k + v) as usize]))
                 .map_err(|e| Error::io(&path, e))?;
         }
-        out.flush().map_err(|e| Error::io(&path, e))?;
+        out.finish()
+            .map_err(std::io::Error::from)
+            .and_then(|mut file| file.flush())
+            .map_err(|e| Error::io(&path, e))?;
         self.runs.push(path);
         self.arena = Vec::new();
         self.rows = Vec::new();
@@ -297,7 +304,7 @@ impl Merge {
 /// One run file being read: its current row.
 struct RunReader {
     path: PathBuf,
-    input: BufReader<File>,
+    input: BufReader<FrameDecoder<File>>,
     key: Vec<u8>,
     value: Vec<u8>,
 }
@@ -307,7 +314,7 @@ impl RunReader {
         let file = File::open(path).map_err(|e| Error::io(path, e))?;
         Ok(RunReader {
             path: path.to_path_buf(),
-            input: BufReader::with_capacity(1 << 18, file),
+            input: BufReader::with_capacity(1 << 16, FrameDecoder::new(file)),
             key: Vec::new(),
             value: Vec::new(),
         })
