@@ -49,12 +49,18 @@ fn main() -> std::io::Result<()> {
         },
         ..Default::default()
     };
+    // Errors name the path at fault.
+    let at = |path: &std::path::Path| {
+        let path = path.display().to_string();
+        move |e: std::io::Error| std::io::Error::new(e.kind(), format!("{path}: {e}"))
+    };
     if let Some(path) = &a.seeds {
-        std::fs::write(path, webgen::Web::new(spec.clone()).seed_file(10))?;
+        std::fs::write(path, webgen::Web::new(spec.clone()).seed_file(10)).map_err(at(path))?;
     }
     let s = generate(&spec, &a.out, &mut |round, fetches| {
         eprint!("\rround {round}: {fetches} fetches written");
-    })?;
+    })
+    .map_err(at(&a.out))?;
     eprintln!();
     println!(
         "{} files, {} fetches, {} links, {} bytes",
