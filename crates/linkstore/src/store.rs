@@ -155,7 +155,10 @@ fn check_format(path: &Path) -> Result<()> {
     if !cfs.iter().any(|c| c == CF_META) {
         return Ok(());
     }
-    let db = DB::open_cf_for_read_only(&Options::default(), path, &cfs, false)?;
+    // Only `meta` is read: keep RocksDB from opening every table file up front.
+    let mut opts = Options::default();
+    opts.set_max_open_files(16);
+    let db = DB::open_cf_for_read_only(&opts, path, &cfs, false)?;
     let meta = db.cf_handle(CF_META).expect("listed above");
     match db.get_cf(meta, b"format")? {
         Some(v) if v.len() != 2 || v[0] != FORMAT_VERSION => Err(version_error(path, &v)),
