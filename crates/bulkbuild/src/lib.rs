@@ -106,10 +106,7 @@ pub fn build(
 /// Sorted runs and SST files live beside the store until ingested (same file system,
 /// so ingest moves them).
 fn scratch_dir(dest: &Path) -> PathBuf {
-    let name = dest
-        .file_name()
-        .map_or_else(|| "store".into(), |n| n.to_string_lossy().into_owned());
-    dest.with_file_name(format!("{name}.bulk-scratch"))
+    linkstore::sibling_path(dest, ".bulk-scratch")
 }
 
 fn build_into(

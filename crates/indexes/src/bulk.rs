@@ -33,11 +33,7 @@ pub fn is_empty_index(dir: &DataDir, kind: IndexKind) -> Result<bool> {
 }
 
 fn building_path(dir: &DataDir, kind: IndexKind) -> PathBuf {
-    let path = dir.index_path(kind);
-    let name = path
-        .file_name()
-        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-    path.with_file_name(format!("{name}.building"))
+    linkstore::sibling_path(&dir.index_path(kind), ".building")
 }
 
 /// Builds an empty index from crawl files with the bulk builder, then renames it into

@@ -102,9 +102,7 @@ impl Drop for BacklinkFiles {
 
 /// Where a store's flow build keeps its files while it runs.
 fn scratch_dir(store_path: &Path) -> PathBuf {
-    let mut name = store_path.as_os_str().to_os_string();
-    name.push(".flow-scratch");
-    PathBuf::from(name)
+    crate::store::sibling_path(store_path, ".flow-scratch")
 }
 
 /// An open flow publication; holds the store's write lock (no ingest meanwhile).

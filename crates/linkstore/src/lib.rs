@@ -33,5 +33,5 @@ pub use read_view::{BacklinkQuery, ReadView, TimelinePoint, MAX_BACKLINK_COUNT};
 pub use record::{
     flags, FlowPair, LinkKind, LinkRecord, LostReason, SourceOutlinks, SOURCE_TOPICS, TARGET_TOPICS,
 };
-pub use store::{Store, StoreOptions, FORMAT_VERSION};
+pub use store::{sibling_path, Store, StoreOptions, FORMAT_VERSION};
 pub use writer::{ApplyStats, ExpireStats, Writer};

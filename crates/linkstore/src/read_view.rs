@@ -20,6 +20,9 @@ pub const MAX_BACKLINK_COUNT: usize = 50_000;
 
 type Snapshot<'db> = rocksdb::SnapshotWithThreadMode<'db, DB>;
 
+/// Receives a column family's rows, key and value; an error stops the scan.
+type RowVisitor<'v> = dyn FnMut(&[u8], &[u8]) -> Result<()> + 'v;
+
 self_cell::self_cell!(
     /// A RocksDB snapshot that owns a handle to its database: it can be shared between
     /// threads and outlive the `&Store` that took it, and the database closes only after
@@ -333,24 +336,25 @@ impl ReadView {
         table: crate::build::Table,
         mut visit: impl FnMut(&[u8], &[u8]),
     ) -> Result<()> {
-        let mut it = self
-            .db
-            .raw_iterator_cf_opt(self.cf(table.cf_name()), self.opts());
-        it.seek_to_first();
-        while let (Some(k), Some(v)) = (it.key(), it.value()) {
+        self.scan_cf(table.cf_name(), &mut |k, v| {
             visit(k, v);
-            it.next();
-        }
-        it.status()?;
-        Ok(())
+            Ok(())
+        })
     }
 
     /// Visits every stored link (internal and external, live and deleted), by source.
     pub fn scan_links(&self, mut visit: impl FnMut(&LinkRecord)) -> Result<()> {
-        let mut it = self.db.raw_iterator_cf_opt(self.cf(CF_LINKS), self.opts());
-        it.seek_to_first();
-        while let Some(v) = it.value() {
+        self.scan_cf(CF_LINKS, &mut |_, v| {
             visit(&LinkRecord::decode(v)?);
+            Ok(())
+        })
+    }
+
+    fn scan_cf(&self, cf: &str, visit: &mut RowVisitor<'_>) -> Result<()> {
+        let mut it = self.db.raw_iterator_cf_opt(self.cf(cf), self.opts());
+        it.seek_to_first();
+        while let (Some(k), Some(v)) = (it.key(), it.value()) {
+            visit(k, v)?;
             it.next();
         }
         it.status()?;

@@ -1,4 +1,5 @@
-//! Opening the store and every read path.
+//! Opening the store, its column families and options, and publishing what readers
+//! see (reads themselves are in `read_view.rs`).
 
 use crate::aggregate::{merge_counters, merge_timeline, Counters};
 use crate::error::{Error, Result};
@@ -138,21 +139,28 @@ pub(crate) fn cf_options(name: &str, cache: Option<&Cache>) -> Options {
     o
 }
 
-fn version_error(path: &Path, format: &[u8]) -> Error {
-    Error::Version {
-        path: path.to_path_buf(),
-        found: format.first().copied().unwrap_or(0),
-        supported: FORMAT_VERSION,
+/// The item hash bits of a `meta/format` value of this format, or the error that refuses
+/// the store at `path`.
+fn hash_bits_of_format(path: &Path, format: &[u8]) -> Result<u8> {
+    match format {
+        [FORMAT_VERSION, bits] => Ok(*bits),
+        _ => Err(Error::Version {
+            path: path.to_path_buf(),
+            found: format.first().copied().unwrap_or(0),
+            supported: FORMAT_VERSION,
+        }),
     }
 }
 
 /// Refuses an existing store of another format before opening it for writing (which
-/// would add this format's column families to it).
+/// would add this format's column families to it). A store with every column family of
+/// this format is checked once opened; only one missing some is opened read-only here.
 fn check_format(path: &Path) -> Result<()> {
     let Ok(cfs) = DB::list_cf(&Options::default(), path) else {
         return Ok(()); // no store yet
     };
-    if !cfs.iter().any(|c| c == CF_META) {
+    let complete = ALL_CFS.iter().all(|n| cfs.iter().any(|c| c == n));
+    if complete || !cfs.iter().any(|c| c == CF_META) {
         return Ok(());
     }
     // Only `meta` is read: keep RocksDB from opening every table file up front.
@@ -161,9 +169,18 @@ fn check_format(path: &Path) -> Result<()> {
     let db = DB::open_cf_for_read_only(&opts, path, &cfs, false)?;
     let meta = db.cf_handle(CF_META).expect("listed above");
     match db.get_cf(meta, b"format")? {
-        Some(v) if v.len() != 2 || v[0] != FORMAT_VERSION => Err(version_error(path, &v)),
-        _ => Ok(()),
+        Some(v) => hash_bits_of_format(path, &v).map(drop),
+        None => Ok(()),
     }
+}
+
+/// `<path><suffix>` beside `path` (same directory, so same file system: files made there
+/// are moved, not copied, into the store): build and scratch directories of a store.
+pub fn sibling_path(path: &Path, suffix: &str) -> PathBuf {
+    let name = path
+        .file_name()
+        .map_or_else(|| "store".into(), |n| n.to_string_lossy().into_owned());
+    path.with_file_name(format!("{name}{suffix}"))
 }
 
 /// A column family of `db`; every one is opened by [`Store::open`].
@@ -199,12 +216,7 @@ impl Store {
         let db = DB::open_cf_descriptors(&db_opts, &path, cfs)?;
         let meta = db.cf_handle(CF_META).expect("meta CF opened above");
         let hash_bits = match db.get_cf(meta, b"format")? {
-            Some(v) => {
-                if v.len() != 2 || v[0] != FORMAT_VERSION {
-                    return Err(version_error(&path, &v));
-                }
-                v[1]
-            }
+            Some(v) => hash_bits_of_format(&path, &v)?,
             None => {
                 db.put_cf(meta, b"format", [FORMAT_VERSION, options.hash_bits])?;
                 options.hash_bits

@@ -533,14 +533,13 @@ impl<'a> Writer<'a> {
                 }
             }
         }
-        let expired: Vec<LinkRecord> = expired.into_values().collect();
-        for chunk in expired.chunks(20_000) {
+        let mut expired: Vec<LinkRecord> = expired.into_values().collect();
+        for chunk in expired.chunks_mut(20_000) {
             for rec in chunk {
                 // Backlink rows are keyed by the source's current flow, not the one
                 // stored with the record.
-                let mut rec = rec.clone();
                 rec.source_flow = self.url_metrics(&rec.source_url)?.flow;
-                self.contribute(&rec, -1)?;
+                self.contribute(rec, -1)?;
                 self.ref_url(&rec.target_url, -1)?;
                 self.batch
                     .delete(CF_LINKS, link_key(&rec.source_url, &rec.target_url));
@@ -588,7 +587,7 @@ impl<'a> Writer<'a> {
         Ok(())
     }
 
-    /// A page's link records as stored (not the batch overlay: expiry commits first).
+    /// A page's link records as committed (callers look at the batch overlay first).
     fn stored_links(&self, source: &str) -> Result<Vec<LinkRecord>> {
         let prefix = crate::keys::url_hash(source).to_be_bytes();
         let mut opts = ReadOptions::default();
