@@ -948,6 +948,19 @@ fn print_index_stats(store: &Store) -> Result<()> {
         ("last crawl date", day(c.last_crawl_day)),
     ];
     print_rows(&rows);
+    let tables = store.disk_bytes_by_table()?;
+    let total: u64 = tables.iter().map(|(_, b)| b).sum();
+    let per_link = |b: u64| b as f64 / c.ext_backlinks.max(1) as f64;
+    println!(
+        "\non disk: {total} bytes, {:.1} per external backlink",
+        per_link(total)
+    );
+    for (name, bytes) in tables.iter().filter(|(_, b)| *b > 0) {
+        println!(
+            "  {name:<20} {bytes:>14} bytes  {:>7.1} per backlink",
+            per_link(*bytes)
+        );
+    }
     Ok(())
 }
 

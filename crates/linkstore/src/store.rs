@@ -335,14 +335,21 @@ impl Store {
 
     /// Approximate bytes on disk of every column family (SST files).
     pub fn disk_bytes(&self) -> Result<u64> {
-        let mut total = 0;
-        for name in ALL_CFS {
-            total += self
-                .db
-                .property_int_value_cf(self.cf(name), "rocksdb.total-sst-files-size")?
-                .unwrap_or(0);
-        }
-        Ok(total)
+        Ok(self.disk_bytes_by_table()?.iter().map(|(_, b)| b).sum())
+    }
+
+    /// Bytes on disk (SST files) of each column family, in [`ALL_CFS`] order.
+    pub fn disk_bytes_by_table(&self) -> Result<Vec<(&'static str, u64)>> {
+        ALL_CFS
+            .iter()
+            .map(|&name| {
+                let bytes = self
+                    .db
+                    .property_int_value_cf(self.cf(name), "rocksdb.total-sst-files-size")?
+                    .unwrap_or(0);
+                Ok((name, bytes))
+            })
+            .collect()
     }
 
     /// Persists everything written so far (writes bypass the WAL).
