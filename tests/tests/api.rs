@@ -271,6 +271,107 @@ fn the_api_answers_like_majestic() {
         .iter()
         .all(|r| (0..3).any(|i| r[format!("SourceTopicalTrustFlow_Topic_{i}")] == "News")));
 
+    // Totals count what the request's filters match: a full read agrees with them, and
+    // so does a short page (counted without reading every row).
+    let a_ref_domain = {
+        let host = linkstore::host_of(rows[0]["SourceURL"].as_str().unwrap());
+        linkstore::root_domain(host).unwrap().to_string()
+    };
+    let filtered: Vec<Vec<(&str, &str)>> = vec![
+        vec![],
+        vec![("Mode", "1")],
+        vec![("RefDomain", &a_ref_domain)],
+        vec![("RefDomain", &a_ref_domain), ("Mode", "1")],
+        vec![("MaxSourceURLsPerRefDomain", "1")],
+        vec![("MaxSourceURLsPerRefDomain", "3"), ("Mode", "1")],
+        vec![("MaxSameSourceURLs", "1")],
+        vec![("Filters", r#"NoFollow("1")"#)],
+    ];
+    for filters in &filtered {
+        let read = |count: &str| {
+            let mut p = vec![("cmd", "GetBackLinkData"), ("item", domain.as_str())];
+            p.push(("Count", count));
+            p.extend(filters.iter().copied());
+            srv.json(&p)
+        };
+        let full = read("50000");
+        let t = &full["DataTables"]["BackLinks"];
+        let n = t["Data"].as_array().unwrap().len() as i64;
+        assert!(n < 50_000);
+        for h in [
+            "AvailableLines",
+            "TotalBackLinks",
+            "TotalLines",
+            "TotalMatches",
+        ] {
+            assert_eq!(t["Headers"][h].as_i64(), Some(n), "{h} with {filters:?}");
+        }
+        let page = read("5");
+        let short = page["DataTables"]["BackLinks"]["Headers"]["TotalMatches"]
+            .as_i64()
+            .unwrap();
+        // Unknown (-1) only where no stored count answers without a full read (an
+        // expression filter scans its `FilteringDepth` window whatever the Count).
+        let uncountable = filters.iter().any(|(k, _)| *k == "MaxSameSourceURLs");
+        if uncountable && n > 5 {
+            assert_eq!(short, -1, "{filters:?}");
+        } else {
+            assert_eq!(short, n, "{filters:?}");
+        }
+    }
+    assert!(
+        srv.json(&[("cmd", "GetBackLinkData"), ("item", &domain), ("Mode", "1")])["DataTables"]
+            ["BackLinks"]["Headers"]["TotalMatches"]
+            .as_i64()
+            < Some(ext),
+        "the test web has deleted links"
+    );
+    // Filters: the Statistics table counts the matches of the scanned window; a bad
+    // expression is refused with the term at fault.
+    let nf = srv.json(&[
+        ("cmd", "GetBackLinkData"),
+        ("item", &domain),
+        ("Count", "50000"),
+        (
+            "Filters",
+            r#"NoFollow("1") and FirstIndexed("gt","2000-01-01")"#,
+        ),
+    ]);
+    let nf_rows = nf["DataTables"]["BackLinks"]["Data"].as_array().unwrap();
+    assert!(!nf_rows.is_empty() && nf_rows.iter().all(|r| r["FlagNoFollow"] == 1));
+    assert_eq!(
+        nf["DataTables"]["Statistics"]["Data"][0]["Matches"].as_i64(),
+        Some(nf_rows.len() as i64)
+    );
+    let bad = srv.json(&[
+        ("cmd", "GetBackLinkData"),
+        ("item", &domain),
+        ("Filters", r#"Colour("red")"#),
+    ]);
+    assert_eq!(bad["Code"], "InvalidParameter");
+    assert!(bad["ErrorMessage"].as_str().unwrap().contains("Colour"));
+
+    // GetIndexItemInfo: a bad item gets its own ResultCode, the others are answered, and
+    // only answered items are charged.
+    let mixed = srv.json(&[
+        ("cmd", "GetIndexItemInfo"),
+        ("items", "4"),
+        ("item0", &domain),
+        ("item1", "http://"),
+        ("item3", &hot),
+    ]);
+    assert_eq!(mixed["Code"], "OK", "{mixed}");
+    let r = mixed["DataTables"]["Results"]["Data"].as_array().unwrap();
+    let codes: Vec<&str> = r
+        .iter()
+        .map(|r| r["ResultCode"].as_str().unwrap())
+        .collect();
+    assert_eq!(codes, ["OK", "InvalidItem", "MissingParameter", "OK"]);
+    assert_eq!(r[0]["ExtBackLinks"].as_i64(), Some(ext));
+    assert_eq!(r[1]["Status"], "NotFound");
+    assert_eq!(r[3]["Item"], hot.as_str());
+    assert_eq!(mixed["ChargedIndexItemInfoResUnits"], 2);
+
     // GetRefDomains: several items compared, per-item columns named after the item.
     let rd = srv.json(&[
         ("cmd", "GetRefDomains"),
@@ -340,6 +441,7 @@ fn the_api_answers_like_majestic() {
         ("cmd", "GetAnchorText"),
         ("item", &domain),
         ("FilterAnchorText", &top),
+        ("FilterAnchorTextMode", "1"),
         ("Mode", "2"),
         ("Count", "1000"),
     ]);
@@ -353,6 +455,25 @@ fn the_api_answers_like_majestic() {
         .iter()
         .all(|r| r["AnchorText"].as_str().unwrap().to_lowercase() == top));
 
+    // A filter text without a mode means "contains".
+    let part: String = top.chars().take(3).collect();
+    let contains = srv.json(&[
+        ("cmd", "GetAnchorText"),
+        ("item", &domain),
+        ("FilterAnchorText", &part),
+        ("Count", "1000"),
+    ]);
+    let t = &contains["DataTables"]["AnchorText"];
+    assert_eq!(t["Headers"]["FilterAnchorTextMode"], 2);
+    let found: Vec<&str> = t["Data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["AnchorText"].as_str().unwrap())
+        .collect();
+    assert!(found.contains(&top.as_str()), "{part:?} in {found:?}");
+    assert!(found.iter().all(|a| a.contains(&part)));
+
     // GetTopics and GetSubscriptionInfo.
     let tp = srv.json(&[("cmd", "GetTopics"), ("Item", &hot)]);
     let topics = tp["DataTables"]["Topics"]["Data"].as_array().unwrap();
@@ -364,30 +485,65 @@ fn the_api_answers_like_majestic() {
     assert!(idx[0]["CrawledURLs"].as_i64().unwrap() > 0);
     assert_eq!(idx[1]["IndexName"], "fresh");
 
-    let nl = srv.json(&[
-        ("cmd", "GetNewLostBackLinks"),
+    // Per-day counts: the calendar. Its days add up to every link of the item.
+    let cal = srv.json(&[
+        ("cmd", "GetNewLostBackLinkCalendar"),
         ("item", &domain),
         ("datefrom", "2025-01-01"),
         ("dateto", "2025-12-31"),
     ]);
-    let days = nl["DataTables"]["NewLostBackLinks"]["Data"]
-        .as_array()
-        .unwrap();
+    let days = cal["DataTables"]["Calendar"]["Data"].as_array().unwrap();
     let found: i64 = days.iter().map(|d| d["NewLinks"].as_i64().unwrap()).sum();
     assert_eq!(found, ext, "every link was found in the range");
-    let nl2 = srv.json(&[
-        ("cmd", "GetNewLostBackLinks"),
-        ("item", &domain),
-        ("From", "2025-01-01"),
-        ("To", "2025-01-01"),
-    ]);
-    assert_eq!(
-        nl2["DataTables"]["NewLostBackLinks"]["Data"]
-            .as_array()
-            .unwrap()
-            .len(),
-        1
-    );
+    // The links themselves, as BackLinks rows: those first seen (Mode 0) or lost (Mode 1)
+    // on a day, as many as the calendar counts for that day.
+    for (mode, column) in [("0", "NewLinks"), ("1", "LostLinks")] {
+        let day = days
+            .iter()
+            .max_by_key(|d| d[column].as_i64().unwrap())
+            .unwrap();
+        let date = day["Date"].as_str().unwrap();
+        let expected = day[column].as_i64().unwrap();
+        assert!(
+            expected > 0,
+            "the test web gains and loses links ({column})"
+        );
+        let nl = srv.json(&[
+            ("cmd", "GetNewLostBackLinks"),
+            ("item", &domain),
+            ("Mode", mode),
+            ("Count", "50000"),
+            ("datefrom", date),
+            ("dateto", date),
+        ]);
+        let t = &nl["DataTables"]["BackLinks"];
+        let rows = t["Data"].as_array().unwrap();
+        assert_eq!(rows.len() as i64, expected, "Mode {mode} on {date}");
+        assert_eq!(t["Headers"]["TotalMatches"].as_i64(), Some(expected));
+        assert_eq!(t["Headers"]["Mode"].as_i64(), Some(mode.parse().unwrap()));
+        for r in rows {
+            if mode == "0" {
+                assert_eq!(r["FirstIndexedDate"], date);
+            } else {
+                assert_eq!(r["DateLost"], date);
+                assert_eq!(r["FlagDeleted"], 1);
+            }
+            assert!(r["SourceURL"].as_str().unwrap().starts_with("http"));
+            assert_eq!(json_kind(&r["SourceTrustFlow"]), "number");
+        }
+        // Count bounds the rows, not the total.
+        let two = srv.json(&[
+            ("cmd", "GetNewLostBackLinks"),
+            ("item", &domain),
+            ("Mode", mode),
+            ("Count", "2"),
+            ("datefrom", date),
+            ("dateto", date),
+        ]);
+        let t = &two["DataTables"]["BackLinks"];
+        assert_eq!(t["Data"].as_array().unwrap().len() as i64, expected.min(2));
+        assert_eq!(t["Headers"]["TotalMatches"].as_i64(), Some(expected));
+    }
     let tp = srv.json(&[("cmd", "GetTopics"), ("Item", &hot)]);
     assert!(!tp["DataTables"]["Topics"]["Data"]
         .as_array()

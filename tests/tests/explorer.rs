@@ -242,9 +242,9 @@ fn site_explorer_in_chromium() {
         &api(
             &srv,
             &check_key,
-            &[("cmd", "GetNewLostBackLinks"), ("item", item)],
+            &[("cmd", "GetNewLostBackLinkCalendar"), ("item", item)],
         ),
-        "NewLostBackLinks",
+        "Calendar",
     );
     assert!(!days.is_empty() && days.len() <= 120);
     assert_eq!(browser.count("#newlost-chart rect.new"), days.len());

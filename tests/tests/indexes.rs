@@ -481,6 +481,7 @@ fn datasource_selects_the_index_of_every_command() {
         ),
         ("GetAnchorText", vec![("item", &domain), ("Count", "1000")]),
         ("GetNewLostBackLinks", vec![("item", &domain)]),
+        ("GetNewLostBackLinkCalendar", vec![("item", &domain)]),
         ("GetTopics", vec![("item", &domain)]),
         ("GetSubscriptionInfo", vec![]),
         ("GetIndexStats", vec![]),

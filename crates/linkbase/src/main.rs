@@ -64,6 +64,9 @@ enum Command {
         index: IndexKind,
         /// A URL, subdomain or root domain.
         item: Option<String>,
+        /// Also the bytes on disk of each table, and per external backlink.
+        #[arg(long)]
+        disk: bool,
     },
     /// Backlinks of an item by SourceTrustFlow, as tab-separated rows.
     Backlinks {
@@ -270,12 +273,21 @@ fn main() -> Result<()> {
             bulk_options(threads, memory),
             &files,
         ),
-        Command::Stats { data, index, item } => {
+        Command::Stats {
+            data,
+            index,
+            item,
+            disk,
+        } => {
             let store = open_existing(&data, index)?;
             match item {
-                None => print_index_stats(&store),
-                Some(item) => print_item(&store, &Item::parse(&item)?),
+                None => print_index_stats(&store)?,
+                Some(item) => print_item(&store, &Item::parse(&item)?)?,
             }
+            if disk {
+                print_disk_bytes(&store)?;
+            }
+            Ok(())
         }
         Command::Backlinks {
             data,
@@ -948,6 +960,11 @@ fn print_index_stats(store: &Store) -> Result<()> {
         ("last crawl date", day(c.last_crawl_day)),
     ];
     print_rows(&rows);
+    Ok(())
+}
+
+fn print_disk_bytes(store: &Store) -> Result<()> {
+    let c = store.read().index_counters()?;
     let tables = store.disk_bytes_by_table()?;
     let total: u64 = tables.iter().map(|(_, b)| b).sum();
     let per_link = |b: u64| b as f64 / c.ext_backlinks.max(1) as f64;

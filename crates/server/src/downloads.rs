@@ -6,7 +6,7 @@
 //! Job state is kept in `DATA/downloads/<JobID>.json` beside the file, so jobs survive a
 //! restart (a job that was running when the server stopped is marked failed).
 
-use crate::commands::Context;
+use crate::context::Context;
 use crate::envelope::{Reply, Table, Value};
 use crate::error::ApiError;
 use crate::metering::{self, Caller};

@@ -51,6 +51,12 @@ impl Value {
     }
 }
 
+impl Default for Value {
+    fn default() -> Value {
+        Value::empty()
+    }
+}
+
 impl From<i64> for Value {
     fn from(v: i64) -> Value {
         Value::Int(v)
@@ -111,6 +117,9 @@ pub struct Reply {
     pub full_error: String,
     pub globals: BTreeMap<String, Value>,
     pub tables: Vec<Table>,
+    /// Rows to charge when not every row is charged (a GetIndexItemInfo row refused for
+    /// a bad item); not rendered.
+    pub billed_rows: Option<u64>,
 }
 
 impl Reply {
@@ -313,6 +322,18 @@ pub(crate) fn xml_escape(s: &str) -> String {
         }
     }
     out
+}
+
+/// `yyyy-mm-dd HH:MM:SS` (UTC) of Unix seconds.
+pub fn date_time(t: i64) -> String {
+    let s = t.rem_euclid(86_400);
+    format!(
+        "{} {:02}:{:02}:{:02}",
+        linkstore::format_day(t.div_euclid(86_400) as u32),
+        s / 3600,
+        s / 60 % 60,
+        s % 60
+    )
 }
 
 #[cfg(test)]

@@ -1,7 +1,8 @@
 //! The HTTP front: hyper on tokio, HTTP/1.1 keep-alive, `/api/json`, `/api/xml` and
 //! `/api_command` for GET and POST, a bounded body, and timeouts for slow clients.
 
-use crate::commands::{execute, Context};
+use crate::commands::execute;
+use crate::context::Context;
 use crate::envelope::Reply;
 use crate::error::ApiError;
 use crate::metering::Caller;

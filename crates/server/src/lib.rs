@@ -3,6 +3,7 @@
 
 mod admin;
 pub mod commands;
+mod context;
 pub mod downloads;
 pub mod envelope;
 mod error;
@@ -14,7 +15,7 @@ pub mod params;
 mod resellers;
 
 pub use accounts;
-pub use commands::Context;
+pub use context::Context;
 pub use downloads::Downloads;
 pub use error::{ApiError, Error, Result};
 pub use http::{serve, tls_config, Limits, Service};

@@ -1,5 +1,5 @@
-//! Resource units: what each command costs (the cost table of `docs/api.md`) and who
-//! pays. Costs follow Majestic's published charges where it has them.
+//! Resource units: who pays, and the charges (Majestic's published ones where it has
+//! them) that `commands::Command::cost` and the item info columns use.
 
 use crate::envelope::Reply;
 use crate::error::ApiError;
@@ -66,32 +66,6 @@ impl Caller<'_> {
 
 fn to_int(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
-}
-
-/// Rows of every table of a reply: what retrieval units count.
-fn rows(reply: &Reply) -> u64 {
-    reply.tables.iter().map(|t| t.rows.len() as u64).sum()
-}
-
-/// The cost of a command that has run, or `None` for free commands (and for
-/// DownloadBackLinks, which charges before it queues).
-pub(crate) fn cost(cmd: &str, reply: &Reply) -> Option<Units> {
-    let analysis = |analysis| {
-        Some(Units {
-            analysis,
-            retrieval: rows(reply),
-            ..Units::default()
-        })
-    };
-    match cmd {
-        "getindexiteminfo" => Some(Units {
-            index_item_info: rows(reply),
-            ..Units::default()
-        }),
-        "getbacklinkdata" | "getnewlostbacklinks" => analysis(BACKLINK_ANALYSIS),
-        "getrefdomains" | "getanchortext" | "gettopics" => analysis(SUMMARY_ANALYSIS),
-        _ => None,
-    }
 }
 
 /// GetIndexItemInfo paid in analysis and retrieval units when index item info units run

@@ -178,8 +178,8 @@ pub fn get_sub_accounts(caller: &Caller<'_>) -> Result<Reply, ApiError> {
             int(u.remaining.index_item_info),
             int(u.remaining.analysis),
             int(u.remaining.retrieval),
-            crate::commands::date_time(u.period.0).into(),
-            crate::commands::date_time(u.period.1).into(),
+            crate::envelope::date_time(u.period.0).into(),
+            crate::envelope::date_time(u.period.1).into(),
         ]);
     }
     let mut reply = Reply::ok();

@@ -286,7 +286,7 @@ const loaders = {
   backlinks: async () => (await call('GetBackLinkData', { item: state.item, Count: state.rows })).DataTables.BackLinks.Data,
   refdomains: async () => (await call('GetRefDomains', { item0: state.item, Count: state.rows, AnalysisDepth: state.rows })).DataTables.Results.Data,
   anchors: async () => (await call('GetAnchorText', { item: state.item, Count: Math.min(state.rows, 1000) })).DataTables.AnchorText.Data,
-  newlost: async () => (await call('GetNewLostBackLinks', { item: state.item })).DataTables.NewLostBackLinks.Data,
+  newlost: async () => (await call('GetNewLostBackLinkCalendar', { item: state.item })).DataTables.Calendar.Data,
 };
 
 function load(kind) {

@@ -1,0 +1,196 @@
+//! GetAnchorText: an item's anchor texts (Mode 0), or the referring domains (1) or
+//! backlinks (2) behind one anchor.
+
+use super::backlinks::BackLinkRow;
+use super::row::{table_row, NumText, Row, Topics};
+use super::{domain_of, internal, parse_item, text_param};
+use crate::context::Context;
+use crate::envelope::Reply;
+use crate::error::ApiError;
+use crate::params::Params;
+use linkstore::MAX_BACKLINK_COUNT;
+
+table_row! {
+    /// A Mode 0 `AnchorText` row.
+    pub struct AnchorRow {
+        anchor_text: String = "AnchorText",
+        ref_domains: i64 = "RefDomains",
+        total_links: i64 = "TotalLinks",
+        deleted_links: i64 = "DeletedLinks",
+        nofollow_links: i64 = "NoFollowLinks",
+        estimated_citation_flow: NumText = "EstimatedLinkCitationFlow",
+        estimated_trust_flow: NumText = "EstimatedLinkTrustFlow",
+        topics: Topics<3> = "TopicalTrustFlow",
+    }
+}
+
+table_row! {
+    /// A Mode 1 `RefDomains` row: a domain using the anchor.
+    pub struct AnchorDomainRow {
+        domain: String = "Domain",
+        total_links: i64 = "TotalLinks",
+        deleted_links: i64 = "DeletedLinks",
+    }
+}
+
+/// Anchor text as GetAnchorText's `TextMode` shows it: lower-cased (0), or also with
+/// punctuation and separators removed (1).
+fn anchor_form(text: &str, mode: i64) -> String {
+    let lower = text.to_lowercase();
+    if mode == 1 {
+        let cleaned: String = lower
+            .chars()
+            .map(|c| if c.is_alphanumeric() { c } else { ' ' })
+            .collect();
+        cleaned.split_whitespace().collect::<Vec<_>>().join(" ")
+    } else {
+        lower
+    }
+}
+
+pub(super) fn get_anchor_text(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
+    let (kind, store) = ctx.index(p)?;
+    let view = store.read();
+    let raw = p.required("item")?;
+    let item = parse_item(raw, "item")?;
+    let count = p.int("Count", 10)?.clamp(0, 1000) as usize;
+    let from = p.int("From", 0)?.max(0) as usize;
+    let text_mode = p.int("TextMode", 0)?;
+    let mode = p.int("Mode", 0)?;
+    let filter = p
+        .get("FilterAnchorText")
+        .map(|f| anchor_form(f, text_mode))
+        .filter(|f| !f.is_empty());
+    // Without a mode, a filter text means "contains" (what Majestic does).
+    let filter_mode = p.int("FilterAnchorTextMode", if filter.is_some() { 2 } else { 0 })?;
+    let filter_domain = text_param(p, "FilterRefDomain").map(str::to_ascii_lowercase);
+    let matches = |a: &str| match (&filter, filter_mode) {
+        (Some(f), 1) => a == f,
+        (Some(f), 2) => a.contains(f.as_str()),
+        _ => true,
+    };
+    let c = view.counters(&item).map_err(internal)?.unwrap_or_default();
+    let mut reply = Reply::ok();
+    ctx.globals(&mut reply, kind, &store)?;
+    let mut t = match mode {
+        0 => {
+            // Group stored anchors by their shown form (stored anchors keep their case).
+            let mut grouped: Vec<(String, linkstore::AnchorText)> = Vec::new();
+            let mut index: std::collections::HashMap<String, usize> = Default::default();
+            for a in view.anchors(&item, 0, 100_000).map_err(internal)? {
+                let form = anchor_form(&a.text, text_mode);
+                if !matches(&form) {
+                    continue;
+                }
+                match index.get(&form) {
+                    Some(&i) => {
+                        let g = &mut grouped[i].1;
+                        g.links += a.links;
+                        g.deleted_links += a.deleted_links;
+                        g.nofollow_links += a.nofollow_links;
+                        // Referring domains of merged variants may overlap: the largest is a lower bound.
+                        g.ref_domains = g.ref_domains.max(a.ref_domains);
+                    }
+                    None => {
+                        index.insert(form.clone(), grouped.len());
+                        grouped.push((form, a));
+                    }
+                }
+            }
+            grouped.sort_by(|a, b| {
+                b.1.ref_domains
+                    .cmp(&a.1.ref_domains)
+                    .then(b.1.links.cmp(&a.1.links))
+                    .then(a.0.cmp(&b.0))
+            });
+            let total = grouped.len();
+            let mut t = AnchorRow::table("AnchorText");
+            let m = view.metrics(&item).map_err(internal)?.unwrap_or_default();
+            for (form, a) in grouped.iter().skip(from).take(count) {
+                // Estimated flows: the item's own flows, scaled by the anchor's followed share.
+                let followed = (a.links - a.nofollow_links).max(0) as f64 / a.links.max(1) as f64;
+                t.add(AnchorRow {
+                    anchor_text: form.clone(),
+                    ref_domains: a.ref_domains,
+                    total_links: a.links,
+                    deleted_links: a.deleted_links,
+                    nofollow_links: a.nofollow_links,
+                    estimated_citation_flow: NumText(
+                        (f64::from(m.citation_flow) * followed).round() as i64,
+                    ),
+                    estimated_trust_flow: NumText(
+                        (f64::from(m.trust_flow) * followed).round() as i64
+                    ),
+                    topics: Topics(m.topics.clone()),
+                });
+            }
+            t.param("MaxTopics", 10);
+            t.param("TopicsCount", 3);
+            t.param("TotalResults", total as i64);
+            t
+        }
+        1 | 2 => {
+            if filter.is_none() {
+                return Err(ApiError::new(
+                    "MissingParameter",
+                    "Mode 1 and 2 need FilterAnchorText",
+                ));
+            }
+            // Scan the item's backlinks for the anchor: referring domains (1) or links (2).
+            let mut links = Vec::new();
+            view.scan_backlinks(&item, |r| {
+                if matches(&anchor_form(&r.anchor_text, text_mode))
+                    && filter_domain
+                        .as_ref()
+                        .is_none_or(|d| *d == domain_of(&r.source_url))
+                {
+                    links.push(r);
+                }
+                links.len() < MAX_BACKLINK_COUNT
+            })
+            .map_err(internal)?;
+            if mode == 1 {
+                let mut per: std::collections::BTreeMap<String, (i64, i64)> = Default::default();
+                for r in &links {
+                    let e = per.entry(domain_of(&r.source_url)).or_default();
+                    e.0 += 1;
+                    e.1 += i64::from(r.is_deleted());
+                }
+                let mut t = AnchorDomainRow::table("RefDomains");
+                let total = per.len();
+                for (d, (n, del)) in per.iter().skip(from).take(count) {
+                    t.add(AnchorDomainRow {
+                        domain: d.clone(),
+                        total_links: *n,
+                        deleted_links: *del,
+                    });
+                }
+                t.param("TotalResults", total as i64);
+                t
+            } else {
+                let mut t = BackLinkRow::table("BackLinks");
+                let total = links.len();
+                for r in links.iter().skip(from).take(count) {
+                    t.add(BackLinkRow::of(r, -1));
+                }
+                t.param("TotalResults", total as i64);
+                t
+            }
+        }
+        _ => return Err(ApiError::new("InvalidParameter", "Mode must be 0, 1 or 2")),
+    };
+    t.param("CanReturnURLs", 1);
+    t.param("Count", t.rows.len() as i64);
+    t.param("FilterAnchorText", p.get("FilterAnchorText").unwrap_or(""));
+    t.param("FilterAnchorTextMode", filter_mode);
+    t.param("FilterRefDomain", filter_domain.as_deref().unwrap_or(""));
+    t.param("From", from as i64);
+    t.param("Item", raw);
+    t.param("Mode", mode);
+    t.param("OrigItem", raw);
+    t.param("TextMode", text_mode);
+    t.param("TotalBackLinks", c.ext_backlinks);
+    t.param("TotalRefDomains", c.ref_domains);
+    reply.tables.push(t);
+    Ok(reply)
+}

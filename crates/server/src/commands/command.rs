@@ -1,0 +1,131 @@
+//! The commands this server answers, by name, and what each costs (the cost table of
+//! `docs/api.md`).
+
+use crate::envelope::Reply;
+use crate::metering::{BACKLINK_ANALYSIS, SUMMARY_ANALYSIS};
+use accounts::Units;
+
+/// Every command, named as Majestic names it (matched without regard to case).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Command {
+    GetIndexItemInfo,
+    GetBackLinkData,
+    GetRefDomains,
+    GetAnchorText,
+    GetNewLostBackLinks,
+    GetNewLostBackLinkCalendar,
+    GetTopics,
+    GetSubscriptionInfo,
+    GetIndexStats,
+    DownloadBackLinks,
+    GetDownloadsList,
+    DeleteDownloads,
+    CreateSubAccount,
+    SetSubAccountAllowance,
+    GetSubAccounts,
+    CreateSubAccountKey,
+}
+
+impl Command {
+    pub const ALL: [Command; 16] = [
+        Command::GetIndexItemInfo,
+        Command::GetBackLinkData,
+        Command::GetRefDomains,
+        Command::GetAnchorText,
+        Command::GetNewLostBackLinks,
+        Command::GetNewLostBackLinkCalendar,
+        Command::GetTopics,
+        Command::GetSubscriptionInfo,
+        Command::GetIndexStats,
+        Command::DownloadBackLinks,
+        Command::GetDownloadsList,
+        Command::DeleteDownloads,
+        Command::CreateSubAccount,
+        Command::SetSubAccountAllowance,
+        Command::GetSubAccounts,
+        Command::CreateSubAccountKey,
+    ];
+
+    /// The name clients send in `cmd`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Command::GetIndexItemInfo => "GetIndexItemInfo",
+            Command::GetBackLinkData => "GetBackLinkData",
+            Command::GetRefDomains => "GetRefDomains",
+            Command::GetAnchorText => "GetAnchorText",
+            Command::GetNewLostBackLinks => "GetNewLostBackLinks",
+            Command::GetNewLostBackLinkCalendar => "GetNewLostBackLinkCalendar",
+            Command::GetTopics => "GetTopics",
+            Command::GetSubscriptionInfo => "GetSubscriptionInfo",
+            Command::GetIndexStats => "GetIndexStats",
+            Command::DownloadBackLinks => "DownloadBackLinks",
+            Command::GetDownloadsList => "GetDownloadsList",
+            Command::DeleteDownloads => "DeleteDownloads",
+            Command::CreateSubAccount => "CreateSubAccount",
+            Command::SetSubAccountAllowance => "SetSubAccountAllowance",
+            Command::GetSubAccounts => "GetSubAccounts",
+            Command::CreateSubAccountKey => "CreateSubAccountKey",
+        }
+    }
+
+    /// What a command that has run costs: `None` for free commands (and for
+    /// DownloadBackLinks, which charges before it queues). Retrieval units count the rows
+    /// of every table of the reply.
+    pub fn cost(self, reply: &Reply) -> Option<Units> {
+        let rows: u64 = reply
+            .billed_rows
+            .unwrap_or_else(|| reply.tables.iter().map(|t| t.rows.len() as u64).sum());
+        let analysis = |analysis| {
+            Some(Units {
+                analysis,
+                retrieval: rows,
+                ..Units::default()
+            })
+        };
+        match self {
+            Command::GetIndexItemInfo => Some(Units {
+                index_item_info: rows,
+                ..Units::default()
+            }),
+            Command::GetBackLinkData | Command::GetNewLostBackLinks => analysis(BACKLINK_ANALYSIS),
+            Command::GetRefDomains
+            | Command::GetAnchorText
+            | Command::GetTopics
+            | Command::GetNewLostBackLinkCalendar => analysis(SUMMARY_ANALYSIS),
+            Command::GetSubscriptionInfo
+            | Command::GetIndexStats
+            | Command::DownloadBackLinks
+            | Command::GetDownloadsList
+            | Command::DeleteDownloads
+            | Command::CreateSubAccount
+            | Command::SetSubAccountAllowance
+            | Command::GetSubAccounts
+            | Command::CreateSubAccountKey => None,
+        }
+    }
+}
+
+impl std::str::FromStr for Command {
+    type Err = ();
+
+    fn from_str(s: &str) -> Result<Command, ()> {
+        Command::ALL
+            .into_iter()
+            .find(|c| c.name().eq_ignore_ascii_case(s.trim()))
+            .ok_or(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parse_back_without_regard_to_case() {
+        for c in Command::ALL {
+            assert_eq!(c.name().parse::<Command>(), Ok(c));
+            assert_eq!(c.name().to_ascii_lowercase().parse::<Command>(), Ok(c));
+        }
+        assert!("GetEverything".parse::<Command>().is_err());
+    }
+}

@@ -1,0 +1,261 @@
+//! GetRefDomains: the domains linking to one or more items, with per-item link counts.
+
+use super::row::{table_row, Date, Row, Topics, UnknownNumber, UnknownText};
+use super::{domain_of, internal, items, parse_item, psl_suffix, text_param, MAX_ITEMS};
+use crate::context::Context;
+use crate::envelope::{Reply, Value};
+use crate::error::ApiError;
+use crate::params::Params;
+use linkstore::{Counters, Item, ItemMetrics, RefDomain, MAX_BACKLINK_COUNT};
+
+table_row! {
+    /// A `Request` row: one per requested item.
+    pub struct RequestRow {
+        id: i64 = "ID",
+        original_request: String = "OriginalRequest",
+        used_root_domain: String = "UsedRootDomain",
+        total_ref_domains: i64 = "TotalRefDomains",
+        prefix_scan_mode: i64 = "PrefixScanMode",
+    }
+}
+
+table_row! {
+    /// The global part of a `Results` row; three columns per requested item follow.
+    pub struct RefDomainRow {
+        position: i64 = "Position",
+        domain: String = "Domain",
+        ref_domains: i64 = "RefDomains",
+        alexa_rank: UnknownNumber = "AlexaRank",
+        matches: i64 = "Matches",
+        matched_links: i64 = "MatchedLinks",
+        ext_backlinks: i64 = "ExtBackLinks",
+        indexed_urls: i64 = "IndexedURLs",
+        crawled_urls: i64 = "CrawledURLs",
+        first_crawled: UnknownText = "FirstCrawled",
+        last_successful_crawl: Date = "LastSuccessfulCrawl",
+        ip: UnknownText = "IP",
+        subnet: UnknownText = "SubNet",
+        country_code: UnknownText = "CountryCode",
+        tld: String = "TLD",
+        citation_flow: i64 = "CitationFlow",
+        trust_flow: i64 = "TrustFlow",
+        title: UnknownText = "Title",
+        out_domains_external: i64 = "OutDomainsExternal",
+        out_links_external: i64 = "OutLinksExternal",
+        out_links_internal: i64 = "OutLinksInternal",
+        out_links_pages: i64 = "OutLinksPages",
+        language: UnknownText = "Language",
+        language_desc: UnknownText = "LanguageDesc",
+        language_confidence: UnknownText = "LanguageConfidence",
+        language_page_ratios: UnknownText = "LanguagePageRatios",
+        language_total_pages: UnknownNumber = "LanguageTotalPages",
+        link_saturation: UnknownText = "LinkSaturation",
+        topics: Topics<10> = "TopicalTrustFlow",
+    }
+}
+
+/// A referring domain with what every requested item gets from it.
+struct Candidate {
+    domain: String,
+    per_item: Vec<RefDomain>,
+    counters: Counters,
+    metrics: ItemMetrics,
+}
+
+/// What a sort key orders by (`OrderBy<n>` codes of the reference).
+#[derive(Clone, Copy)]
+enum SortKey {
+    Matches,
+    /// AlexaRank and FirstCrawled: not kept, so every domain ties.
+    Unknown,
+    RefDomains,
+    ExtBackLinks,
+    IndexedUrls,
+    CrawledUrls,
+    LastSuccessfulCrawl,
+    MatchedLinks,
+    CitationFlow,
+    TrustFlow,
+}
+
+impl SortKey {
+    fn of_code(code: i64) -> Option<SortKey> {
+        Some(match code {
+            0 => SortKey::Matches,
+            1 | 6 => SortKey::Unknown,
+            2 => SortKey::RefDomains,
+            3 => SortKey::ExtBackLinks,
+            4 => SortKey::IndexedUrls,
+            5 => SortKey::CrawledUrls,
+            7 => SortKey::LastSuccessfulCrawl,
+            11 => SortKey::MatchedLinks,
+            12 => SortKey::CitationFlow,
+            13 => SortKey::TrustFlow,
+            _ => return None,
+        })
+    }
+
+    fn value(self, r: &Candidate) -> i64 {
+        match self {
+            SortKey::Matches => r.per_item.iter().filter(|a| a.links > 0).count() as i64,
+            SortKey::MatchedLinks => r.per_item.iter().map(|a| a.links).sum(),
+            SortKey::Unknown => 0,
+            SortKey::RefDomains => r.counters.ref_domains,
+            SortKey::ExtBackLinks => r.counters.ext_backlinks,
+            SortKey::IndexedUrls => r.counters.indexed_urls,
+            SortKey::CrawledUrls => r.counters.crawled_urls,
+            SortKey::LastSuccessfulCrawl => r.counters.last_crawl_day,
+            SortKey::CitationFlow => i64::from(r.metrics.citation_flow),
+            SortKey::TrustFlow => i64::from(r.metrics.trust_flow),
+        }
+    }
+}
+
+/// `OrderBy1`/`OrderDir1`, `OrderBy2`/`OrderDir2` (direction 0 ascending, 1 descending);
+/// by default matches, then matched links, both descending.
+fn order(p: &Params) -> Result<Vec<(SortKey, bool)>, ApiError> {
+    let mut order = Vec::new();
+    for n in 1..=2 {
+        if let Some(code) = text_param(p, &format!("OrderBy{n}")) {
+            let code: i64 = code.parse().map_err(|_| {
+                ApiError::new("InvalidParameter", format!("OrderBy{n} must be a number"))
+            })?;
+            let key = SortKey::of_code(code).ok_or_else(|| {
+                ApiError::new(
+                    "InvalidParameter",
+                    format!("OrderBy{n}={code} is not a sort key (0-7, 11-13)"),
+                )
+            })?;
+            order.push((key, p.int(&format!("OrderDir{n}"), 1)? != 0));
+        }
+    }
+    if order.is_empty() {
+        order = vec![(SortKey::Matches, true), (SortKey::MatchedLinks, true)];
+    }
+    Ok(order)
+}
+
+pub(super) fn get_ref_domains(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
+    let (kind, store) = ctx.index(p)?;
+    let view = store.read();
+    let mut items = match items(p) {
+        Ok(i) => i,
+        // Some clients send `item` for the single-item form.
+        Err(_) if p.get("item").is_some() => {
+            let raw = p.required("item")?;
+            vec![(raw.to_string(), parse_item(raw, "item")?)]
+        }
+        Err(e) => return Err(e),
+    };
+    items.truncate(MAX_ITEMS);
+    let count = p.int("Count", 100)?.clamp(0, MAX_BACKLINK_COUNT as i64) as usize;
+    let from = p.int("From", 0)?.max(0) as usize;
+    let depth = p.int("AnalysisDepth", 1000)?.clamp(1, 100_000) as usize;
+    let filter_topic = text_param(p, "FilterTopic");
+    let order = order(p)?;
+
+    let mut request = RequestRow::table("Request");
+    // Candidates: the top `depth` referring domains of every item.
+    let mut candidates: std::collections::BTreeSet<String> = Default::default();
+    for (i, (raw, item)) in items.iter().enumerate() {
+        let c = view.counters(item).map_err(internal)?.unwrap_or_default();
+        request.add(RequestRow {
+            id: i as i64,
+            original_request: raw.clone(),
+            used_root_domain: domain_of(&format!("http://{}/", linkstore::host_of(&item.name))),
+            total_ref_domains: c.ref_domains,
+            prefix_scan_mode: 0,
+        });
+        for d in view.ref_domains(item, 0, depth).map_err(internal)? {
+            candidates.insert(d.domain);
+        }
+    }
+    let considered = candidates.len();
+    let domains: Vec<Item> = candidates.into_iter().map(Item::domain).collect();
+    let counters = view.counters_many(&domains).map_err(internal)?;
+    let metrics = view.metrics_many(&domains).map_err(internal)?;
+    let mut rows = Vec::with_capacity(domains.len());
+    for ((d, c), m) in domains.iter().zip(counters).zip(metrics) {
+        let metrics = m.unwrap_or_default();
+        if filter_topic.is_some_and(|t| !metrics.topics.iter().any(|(n, _)| n == t)) {
+            continue;
+        }
+        let mut per_item = Vec::with_capacity(items.len());
+        for (_, item) in &items {
+            per_item.push(
+                view.ref_domain(item, &d.name)
+                    .map_err(internal)?
+                    .unwrap_or_default(),
+            );
+        }
+        rows.push(Candidate {
+            domain: d.name.clone(),
+            per_item,
+            counters: c.unwrap_or_default(),
+            metrics,
+        });
+    }
+    rows.sort_by(|a, b| {
+        for (key, desc) in &order {
+            let (x, y) = (key.value(a), key.value(b));
+            let o = if *desc { y.cmp(&x) } else { x.cmp(&y) };
+            if o.is_ne() {
+                return o;
+            }
+        }
+        a.domain.cmp(&b.domain)
+    });
+    let mut cols = RefDomainRow::columns();
+    let global_width = cols.len();
+    for (raw, _) in &items {
+        cols.push(format!("BackLinks_{raw}"));
+        cols.push(format!("FirstLinkDate_{raw}"));
+        cols.push(format!("LastLinkDate_{raw}"));
+    }
+    let mut t = crate::envelope::Table::new("Results", cols);
+    let matched = rows.len();
+    for (pos, r) in rows.iter().enumerate().skip(from).take(count) {
+        let c = &r.counters;
+        let mut cells = Vec::with_capacity(t.columns.len());
+        RefDomainRow {
+            position: pos as i64 + 1,
+            domain: r.domain.clone(),
+            ref_domains: c.ref_domains,
+            matches: SortKey::Matches.value(r),
+            matched_links: SortKey::MatchedLinks.value(r),
+            ext_backlinks: c.ext_backlinks,
+            indexed_urls: c.indexed_urls,
+            crawled_urls: c.crawled_urls,
+            last_successful_crawl: Date::of(c.last_crawl_day),
+            tld: psl_suffix(&r.domain),
+            citation_flow: i64::from(r.metrics.citation_flow),
+            trust_flow: i64::from(r.metrics.trust_flow),
+            out_domains_external: c.out_domains_external,
+            out_links_external: c.out_links_external,
+            out_links_internal: c.out_links_internal,
+            out_links_pages: c.crawled_urls,
+            topics: Topics(r.metrics.topics.clone()),
+            ..Default::default()
+        }
+        .cells(&mut cells);
+        for a in &r.per_item {
+            cells.push(Value::Int(a.links));
+            super::row::Cells::cells(Date(a.first_seen), &mut cells);
+            super::row::Cells::cells(Date(a.last_seen), &mut cells);
+        }
+        t.push(cells);
+    }
+    t.param("AnalysisDepth", depth as i64);
+    t.param("ColumnsForGlobalInfo", global_width as i64);
+    t.param("ColumnsPerRequestedDomain", 3);
+    t.param("MaxRefDomainTopics", 10);
+    t.param("RefDomainTopicsCount", 10);
+    t.param("TotalConsideredDomains", considered as i64);
+    t.param("TotalMatchedDomains", matched as i64);
+    let mut reply = Reply::ok();
+    ctx.globals(&mut reply, kind, &store)?;
+    reply.global("Cmd", "GetRefDomains");
+    reply.tables.push(request);
+    reply.tables.push(t);
+    Ok(reply)
+}

@@ -1,0 +1,192 @@
+//! Typed table rows: a row is a struct whose fields are declared once with their column
+//! names ([`table_row!`]), so a table's header and its cells cannot drift apart.
+
+use crate::envelope::{Table, Value};
+
+/// A field type's cells: one column for a plain value, several for a group (topic pairs).
+pub trait Cells {
+    fn columns(name: &str, out: &mut Vec<String>) {
+        out.push(name.to_string());
+    }
+    fn cells(self, out: &mut Vec<Value>);
+}
+
+/// A table row declared with [`table_row!`].
+pub trait Row: Sized {
+    fn columns() -> Vec<String>;
+    fn cells(self, out: &mut Vec<Value>);
+
+    /// An empty table of this row's columns.
+    fn table(name: &str) -> Table {
+        Table::new(name, Self::columns())
+    }
+}
+
+/// Declares a row struct (deriving `Default`) and its [`Row`] implementation:
+/// `field: Type = "Column",` per column, in column order.
+macro_rules! table_row {
+    ($(#[$m:meta])* pub struct $name:ident { $($(#[$fm:meta])* $field:ident: $ty:ty = $col:literal,)* }) => {
+        $(#[$m])*
+        #[derive(Default)]
+        pub struct $name {
+            $($(#[$fm])* pub $field: $ty,)*
+        }
+
+        impl $crate::commands::row::Row for $name {
+            fn columns() -> Vec<String> {
+                let mut out = Vec::new();
+                $(<$ty as $crate::commands::row::Cells>::columns($col, &mut out);)*
+                out
+            }
+
+            fn cells(self, out: &mut Vec<$crate::envelope::Value>) {
+                $($crate::commands::row::Cells::cells(self.$field, out);)*
+            }
+        }
+    };
+}
+pub(crate) use table_row;
+
+impl Table {
+    /// Appends a typed row (see [`Row`]).
+    pub fn add(&mut self, row: impl Row) {
+        let mut cells = Vec::with_capacity(self.columns.len());
+        row.cells(&mut cells);
+        self.push(cells);
+    }
+}
+
+impl Cells for i64 {
+    fn cells(self, out: &mut Vec<Value>) {
+        out.push(Value::Int(self));
+    }
+}
+
+impl Cells for String {
+    fn cells(self, out: &mut Vec<Value>) {
+        out.push(Value::Str(self));
+    }
+}
+
+impl Cells for &'static str {
+    fn cells(self, out: &mut Vec<Value>) {
+        out.push(Value::Static(self));
+    }
+}
+
+impl Cells for Value {
+    fn cells(self, out: &mut Vec<Value>) {
+        out.push(self);
+    }
+}
+
+/// A number that Majestic sends as a JSON string.
+#[derive(Default)]
+pub struct NumText(pub i64);
+
+impl Cells for NumText {
+    fn cells(self, out: &mut Vec<Value>) {
+        out.push(Value::Str(self.0.to_string()));
+    }
+}
+
+/// A day (`yyyy-mm-dd`), or an empty cell for day 0 (none).
+#[derive(Default, Clone, Copy)]
+pub struct Date(pub u32);
+
+impl Date {
+    pub fn of(day: i64) -> Date {
+        Date(u32::try_from(day).unwrap_or(0))
+    }
+
+    /// `yyyy-mm-dd`, or empty for no day.
+    pub fn text(self) -> String {
+        if self.0 > 0 {
+            linkstore::format_day(self.0)
+        } else {
+            String::new()
+        }
+    }
+}
+
+impl Cells for Date {
+    fn cells(self, out: &mut Vec<Value>) {
+        out.push(if self.0 > 0 {
+            Value::Day(self.0)
+        } else {
+            Value::empty()
+        });
+    }
+}
+
+/// `True`/`False`, as Majestic writes its boolean columns.
+#[derive(Default, Clone, Copy)]
+pub struct TrueFalse(pub bool);
+
+impl Cells for TrueFalse {
+    fn cells(self, out: &mut Vec<Value>) {
+        out.push(Value::Static(if self.0 { "True" } else { "False" }));
+    }
+}
+
+/// A 0/1 flag column.
+#[derive(Default, Clone, Copy)]
+pub struct Flag(pub bool);
+
+impl Cells for Flag {
+    fn cells(self, out: &mut Vec<Value>) {
+        out.push(Value::Int(i64::from(self.0)));
+    }
+}
+
+/// A numeric column this index cannot give: `-1` (see `docs/api.md`).
+#[derive(Default, Clone, Copy)]
+pub struct UnknownNumber;
+
+impl Cells for UnknownNumber {
+    fn cells(self, out: &mut Vec<Value>) {
+        out.push(Value::Int(-1));
+    }
+}
+
+/// A text column this index cannot give: empty.
+#[derive(Default, Clone, Copy)]
+pub struct UnknownText;
+
+impl Cells for UnknownText {
+    fn cells(self, out: &mut Vec<Value>) {
+        out.push(Value::empty());
+    }
+}
+
+/// `N` topic pairs `<prefix>_Topic_<i>`, `<prefix>_Value_<i>`, strongest first; missing
+/// pairs are empty cells.
+#[derive(Default)]
+pub struct Topics<const N: usize>(pub Vec<(String, u8)>);
+
+impl<const N: usize> Cells for Topics<N> {
+    fn columns(prefix: &str, out: &mut Vec<String>) {
+        out.extend(topic_columns(prefix, N));
+    }
+
+    fn cells(self, out: &mut Vec<Value>) {
+        out.extend(topic_values(&self.0, N));
+    }
+}
+
+/// Topic pair columns for a count chosen by the request (`DesiredTopics`).
+pub fn topic_columns(prefix: &str, n: usize) -> Vec<String> {
+    (0..n)
+        .flat_map(|i| [format!("{prefix}_Topic_{i}"), format!("{prefix}_Value_{i}")])
+        .collect()
+}
+
+/// The cells of [`topic_columns`].
+pub fn topic_values(topics: &[(String, u8)], n: usize) -> Vec<Value> {
+    (0..n)
+        .flat_map(|i| match topics.get(i) {
+            Some((t, v)) => [Value::from(t.as_str()), Value::Int(i64::from(*v))],
+            None => [Value::empty(), Value::empty()],
+        })
+        .collect()
+}
