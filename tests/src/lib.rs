@@ -113,36 +113,57 @@ impl Server {
     /// Starts `linkbase serve --data DATA --listen 127.0.0.1:0 EXTRA...` and waits until
     /// it listens.
     pub fn start(data: &Path, extra: &[&str]) -> Server {
+        let mut args = vec!["serve", "--data", data.to_str().unwrap()];
+        args.extend(["--listen", "127.0.0.1:0"]);
+        args.extend(extra);
+        Server::spawn(&args)
+    }
+
+    /// Runs `linkbase ARGS...` (a command that ends by serving) and waits until it
+    /// prints the address it serves on.
+    pub fn spawn(args: &[&str]) -> Server {
         let mut child = Command::new(linkbase())
-            .args([
-                "serve",
-                "--data",
-                data.to_str().unwrap(),
-                "--listen",
-                "127.0.0.1:0",
-            ])
-            .args(extra)
+            .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let mut stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut first = String::new();
-        stdout.read_line(&mut first).unwrap();
-        let addr = first
-            .split("://")
-            .nth(1)
-            .and_then(|s| s.split('/').next())
-            .unwrap_or_else(|| panic!("no address in {first:?}"))
-            .to_string();
-        let output = Arc::new(Mutex::new(first));
-        capture(stdout, output.clone());
+        let output = Arc::new(Mutex::new(String::new()));
         capture(child.stderr.take().unwrap(), output.clone());
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        let addr = loop {
+            line.clear();
+            let n = stdout.read_line(&mut line).unwrap();
+            assert!(n > 0, "exited before serving: {}", output.lock().unwrap());
+            output.lock().unwrap().push_str(&line);
+            if let Some(rest) = line.strip_prefix("serving the API on ") {
+                break rest
+                    .split("://")
+                    .nth(1)
+                    .and_then(|s| s.split('/').next())
+                    .unwrap_or_else(|| panic!("no address in {line:?}"))
+                    .to_string();
+            }
+        };
+        capture(stdout, output.clone());
         Server {
             child,
             addr,
             output,
         }
+    }
+
+    /// Waits (up to a minute) until the output holds `text`, and returns the output.
+    pub fn wait_for_output(&self, text: &str) -> String {
+        for _ in 0..600 {
+            let out = self.output.lock().unwrap().clone();
+            if out.contains(text) {
+                return out;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        panic!("{text:?} never printed: {}", self.output.lock().unwrap());
     }
 
     /// Kills the server with SIGKILL and waits for it.

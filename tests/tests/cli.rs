@@ -332,3 +332,61 @@ fn flow_publishes_metrics_the_cli_shows() {
         "{err}"
     );
 }
+
+#[test]
+fn the_demo_fills_both_indexes_and_serves_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = linkbase_tests::Server::spawn(&[
+        "demo",
+        "--dir",
+        dir.path().to_str().unwrap(),
+        "--pages",
+        "1500",
+        "--listen",
+        "127.0.0.1:0",
+    ]);
+    let out = srv.wait_for_output("API key: ");
+    let key = out
+        .split("API key: ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap()
+        .to_string();
+    let stats = srv.get(
+        "/api/json",
+        &[("app_api_key", &key), ("cmd", "GetIndexStats")],
+    );
+    let rows = stats["DataTables"]["IndexStats"]["Data"]
+        .as_array()
+        .unwrap();
+    let (historic, fresh) = (&rows[0], &rows[1]);
+    assert_eq!(fresh["IndexName"], "fresh");
+    assert!(fresh["CrawledURLs"].as_i64().unwrap() > 0, "{fresh}");
+    // Fresh holds the recent crawls, historic the whole history.
+    assert!(
+        fresh["FirstBackLinkDate"].as_str() > historic["FirstBackLinkDate"].as_str(),
+        "{historic} {fresh}"
+    );
+    assert_eq!(
+        fresh["MostRecentBackLinkDate"],
+        historic["MostRecentBackLinkDate"]
+    );
+    let hot = webgen::Web::new(webgen::WebSpec::demo(1500)).hot_url();
+    let info = |index: &str| {
+        let r = srv.get(
+            "/api/json",
+            &[
+                ("app_api_key", &key),
+                ("cmd", "GetIndexItemInfo"),
+                ("items", "1"),
+                ("item0", &hot),
+                ("datasource", index),
+            ],
+        );
+        r["DataTables"]["Results"]["Data"][0].clone()
+    };
+    let (h, f) = (info("historic"), info("fresh"));
+    assert!(f["ExtBackLinks"].as_i64().unwrap() > 0, "{f}");
+    assert!(f["TrustFlow"].as_i64().unwrap() > 0, "fresh has flows: {f}");
+    assert!(f["ExtBackLinks"].as_i64() <= h["ExtBackLinks"].as_i64());
+}

@@ -1039,28 +1039,43 @@ fn print_backlinks(store: &Store, item: &Item, q: &BacklinkQuery) -> Result<()> 
 fn demo(dir: &Path, pages: usize) -> Result<()> {
     let crawl_dir = dir.join("crawl");
     let data = dir.join("data");
-    let spec = webgen::WebSpec::demo(pages);
+    // Rounds 60 days apart: the newest two fall in the fresh index's 90-day window, all
+    // three in historic, so the two indexes answer differently, as in production.
+    let spec = webgen::WebSpec {
+        crawl_interval_days: 60,
+        ..webgen::WebSpec::demo(pages)
+    };
     println!(
-        "generating a synthetic web of {pages} pages, {} crawl rounds into {}",
+        "generating a synthetic web of {pages} pages, {} crawl rounds {} days apart into {}",
         spec.crawls,
+        spec.crawl_interval_days,
         crawl_dir.display()
     );
     let generated = webgen::generate(&spec, &crawl_dir, &mut |_, _| {})
         .with_context(|| format!("writing {}", crawl_dir.display()))?;
     let data_dir = DataDir::new(&data);
-    if indexes::is_empty_index(&data_dir, IndexKind::Historic)? {
-        bulk_ingest(
-            &data_dir,
-            IndexKind::Historic,
-            &generated.files,
-            &bulkbuild::BuildOptions::default(),
-            indexes::DEFAULT_WINDOW_DAYS,
-        )?;
+    let seeds = flow::parse_seeds(DEMO_SEEDS, "data/demo-seeds.tsv")?;
+    // Historic: the whole history. Fresh: every crawl too, of which the window keeps
+    // the recent ones.
+    for index in [IndexKind::Historic, IndexKind::Fresh] {
+        if indexes::is_empty_index(&data_dir, index)? {
+            println!();
+            bulk_ingest(
+                &data_dir,
+                index,
+                &generated.files,
+                &bulkbuild::BuildOptions::default(),
+                indexes::DEFAULT_WINDOW_DAYS,
+            )?;
+        }
+        let store = data_dir.open(index, &StoreOptions::default())?;
+        println!(
+            "
+{index} index flow metrics:"
+        );
+        run_flow(&store, &seeds, None)?;
     }
     let store = data_dir.open(IndexKind::Historic, &StoreOptions::default())?;
-    println!();
-    let seeds = flow::parse_seeds(DEMO_SEEDS, "data/demo-seeds.tsv")?;
-    run_flow(&store, &seeds, None)?;
     println!();
     print_index_stats(&store)?;
     let hot = webgen::Web::new(spec).hot_url();
