@@ -940,6 +940,193 @@ fn https_with_the_configured_certificate() {
     assert!(!String::from_utf8_lossy(&buf).contains("\"Code\""));
 }
 
+/// The rows of a JSON reply's table.
+fn data<'a>(v: &'a Value, table: &str) -> &'a Vec<Value> {
+    v["DataTables"][table]["Data"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no table {table}: {v}"))
+}
+
+#[test]
+fn the_commands_migrating_scripts_call_answer_in_both_envelopes() {
+    let srv = start();
+    let (hot, domain) = hot_items();
+    let info = srv.json(&[
+        ("cmd", "GetIndexItemInfo"),
+        ("items", "1"),
+        ("item0", &domain),
+    ]);
+    let info = &data(&info, "Results")[0];
+    let ext = info["ExtBackLinks"].as_i64().unwrap();
+    let ref_domains = info["RefDomains"].as_i64().unwrap();
+
+    // GetTopPages: the site's pages, strongest first, each with its own metrics.
+    let tp = srv.json(&[("cmd", "GetTopPages"), ("Query", &domain), ("Count", "20")]);
+    let pages = data(&tp, "Matches");
+    assert!(pages.len() > 1, "{tp}");
+    let total = tp["DataTables"]["Matches"]["Headers"]["TotalMatches"]
+        .as_i64()
+        .unwrap();
+    assert!(total >= pages.len() as i64);
+    let ranks: Vec<(i64, i64)> = pages
+        .iter()
+        .map(|r| {
+            (
+                r["TrustFlow"].as_i64().unwrap(),
+                r["CitationFlow"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert!(ranks.windows(2).all(|w| w[0] >= w[1]), "{ranks:?}");
+    for r in pages {
+        let url = r["URL"].as_str().unwrap();
+        let host = linkstore::host_of(url);
+        assert_eq!(linkstore::root_domain(host), Some(domain.as_str()));
+        let one = srv.json(&[("cmd", "GetIndexItemInfo"), ("items", "1"), ("item0", url)]);
+        let one = &data(&one, "Results")[0];
+        for c in ["TrustFlow", "CitationFlow", "ExtBackLinks", "RefDomains"] {
+            assert_eq!(r[c], one[c], "{c} of {url}");
+        }
+    }
+    let hot_row = pages
+        .iter()
+        .find(|r| r["URL"] == hot.as_str())
+        .expect("the hot page is a top page");
+    assert_eq!(hot_row["LastCrawlResult"], "DownloadedSuccessfully");
+    let next = srv.json(&[
+        ("cmd", "GetTopPages"),
+        ("Query", &domain),
+        ("Count", "5"),
+        ("StartDoc", "5"),
+    ]);
+    assert_eq!(data(&next, "Matches")[..], pages[5..10]);
+
+    // GetRefDomainInfo: one row per item, the root domain of each; a bad item says so.
+    let rdi = srv.json(&[
+        ("cmd", "GetRefDomainInfo"),
+        ("items", "3"),
+        ("item0", &domain),
+        ("item1", &hot),
+        ("item2", "http://"),
+    ]);
+    let rows = data(&rdi, "DomainsInfo");
+    assert_eq!(rows.len(), 3);
+    assert_eq!(rows[0]["Status"], "Found");
+    assert_eq!(rows[0]["ExtBackLinks"].as_i64(), Some(ext));
+    assert_eq!(rows[0]["RefDomains"].as_i64(), Some(ref_domains));
+    assert_eq!(rows[1]["RootDomain"], domain.as_str());
+    assert_eq!(rows[1]["OriginalItem"], hot.as_str());
+    assert_eq!(rows[2]["Status"], "InvalidItem");
+    assert_eq!(rdi["ChargedAnalysisResUnits"], 1000);
+
+    // GetBackLinksHistory: months of the historic index add up to the item's links and
+    // referring domains; 10 analysis units per item.
+    let h = srv.json(&[
+        ("cmd", "GetBackLinksHistory"),
+        ("item0", &domain),
+        ("item1", &hot),
+    ]);
+    let listed = data(&h, "Results");
+    assert_eq!(listed[0]["DataTableName"], "History_0");
+    assert_eq!(h["ChargedAnalysisResUnits"], 20);
+    let months = data(&h, "History_0");
+    assert_eq!(h["DataTables"]["History_0"]["Headers"]["Period"], "Month");
+    assert!(months
+        .iter()
+        .all(|m| m["Date"].as_str().unwrap().ends_with("-01")));
+    let sum = |c: &str| months.iter().map(|m| m[c].as_i64().unwrap()).sum::<i64>();
+    assert_eq!(sum("TotalLinks"), ext);
+    assert_eq!(sum("RefDomains"), ref_domains);
+    assert!(sum("LostLinks") > 0);
+
+    // GetTopBackLinks: one table per level asked for, each the level's strongest links.
+    let top = srv.json(&[
+        ("cmd", "GetTopBackLinks"),
+        ("URL", &hot),
+        ("MaxSourceURLs", "30"),
+        ("GetSubDomainData", "1"),
+        ("GetRootDomainData", "1"),
+    ]);
+    let bl = srv.json(&[
+        ("cmd", "GetBackLinkData"),
+        ("item", &domain),
+        ("Count", "30"),
+    ]);
+    assert_eq!(data(&top, "RootDomain"), data(&bl, "BackLinks"));
+    assert_eq!(
+        top["DataTables"]["RootDomain"]["Headers"]["TotalBackLinks"].as_i64(),
+        Some(ext)
+    );
+    assert!(data(&top, "URL")
+        .iter()
+        .all(|r| r["TargetURL"] == hot.as_str()));
+    assert!(!data(&top, "SubDomain").is_empty());
+    assert_eq!(top["ChargedAnalysisResUnits"], 5000);
+
+    // GetLinkProfile: the grid's cells count every link, or every referring domain.
+    let lp = srv.json(&[
+        ("cmd", "GetLinkProfile"),
+        ("item0", &domain),
+        ("item1", &domain),
+        ("datatype1", "1"),
+    ]);
+    let items = data(&lp, "Items");
+    assert_eq!(items[1]["DataType"], "RefDomains");
+    for (n, expected) in [(0, ext), (1, ref_domains)] {
+        let name = items[n]["MatrixTableName"].as_str().unwrap();
+        let cells = data(&lp, name);
+        let total: i64 = cells.iter().map(|c| c["Value"].as_i64().unwrap()).sum();
+        assert_eq!(total, expected, "{name}");
+        assert_eq!(
+            lp["DataTables"][name]["Headers"]["TotalValues"].as_i64(),
+            Some(total)
+        );
+        assert!(cells.iter().all(|c| c["Value"].as_i64().unwrap() > 0));
+    }
+
+    // The XML envelope carries the same tables.
+    for (params, table) in [
+        (
+            vec![("cmd", "GetTopPages"), ("Query", domain.as_str())],
+            "Matches",
+        ),
+        (
+            vec![("cmd", "GetRefDomainInfo"), ("item0", domain.as_str())],
+            "DomainsInfo",
+        ),
+        (
+            vec![("cmd", "GetBackLinksHistory"), ("item0", domain.as_str())],
+            "History_0",
+        ),
+        (
+            vec![("cmd", "GetTopBackLinks"), ("URL", hot.as_str())],
+            "URL",
+        ),
+        (
+            vec![("cmd", "GetLinkProfile"), ("item0", domain.as_str())],
+            "RankingMatrix_0",
+        ),
+        (
+            vec![
+                ("cmd", "GetNewLostBackLinkCalendar"),
+                ("item", domain.as_str()),
+            ],
+            "Calendar",
+        ),
+        (
+            vec![("cmd", "GetNewLostBackLinks"), ("item", domain.as_str())],
+            "BackLinks",
+        ),
+    ] {
+        let xml = srv.xml("/api/xml", &params);
+        assert!(xml.contains("<Result Code=\"OK\""), "{params:?}: {xml}");
+        assert!(
+            xml.contains(&format!("<DataTable Name=\"{table}\"")),
+            "{params:?}: {xml}"
+        );
+    }
+}
+
 #[test]
 fn documented_examples_answer_as_documented() {
     let srv = start();

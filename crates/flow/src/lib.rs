@@ -252,6 +252,7 @@ pub fn build(
             trust_flow: m.trust_flow,
             citation_flow: m.citation_flow,
         };
+        update.put_top_page(&g.urls[v], flow)?;
         url_flows.push((flow, m.topics));
     }
     for (h, name) in g.hosts.iter().enumerate() {

@@ -319,3 +319,79 @@ fn expiry_after_a_flow_build_leaves_no_backlink_rows_behind() {
         .unwrap();
     assert_eq!(rows, 3, "one link at three levels, no orphan rows");
 }
+
+/// A site of several pages with different inbound links, on a store whose item hashes
+/// keep `hash_bits` bits (2: every site collides with others).
+fn site_web(hash_bits: u8) -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let options = StoreOptions {
+        hash_bits,
+        ..Default::default()
+    };
+    let store = Store::open(dir.path(), &options).unwrap();
+    let mut pages = web();
+    pages.push(page(
+        "http://www.trusted.org/links.html",
+        &["http://www.good.com/a.html", "http://blog.good.com/"],
+    ));
+    pages.push(page(
+        "http://www.news.net/today.html",
+        &["http://www.good.com/b.html"],
+    ));
+    pages.push(page(
+        "http://www.farm3.biz/x.html",
+        &["http://www.good.com/c.html"],
+    ));
+    apply(&store, &pages);
+    build(&store, &seeds(), &RankParams::default(), &mut |_| {}).unwrap();
+    (dir, store)
+}
+
+#[test]
+fn a_sites_pages_are_listed_by_trust_flow_then_citation_flow() {
+    for bits in [64, 2] {
+        let (_dir, store) = site_web(bits);
+        // Twice: a second build replaces the first one's list.
+        build(&store, &seeds(), &RankParams::default(), &mut |_| {}).unwrap();
+        let view = store.read();
+        let site = Item::parse("good.com").unwrap();
+        let (pages, total) = view.top_pages(&site, 0, 100, 1000).unwrap();
+        let urls: Vec<&str> = pages.iter().map(|p| p.url.as_str()).collect();
+        let mut expected = vec![
+            "http://blog.good.com/",
+            "http://www.good.com/",
+            "http://www.good.com/a.html",
+            "http://www.good.com/b.html",
+            "http://www.good.com/c.html",
+        ];
+        let mut sorted = urls.clone();
+        sorted.sort();
+        expected.sort();
+        assert_eq!(sorted, expected, "hash bits {bits}");
+        assert_eq!(total, Some(5));
+        let ranks: Vec<(u8, u8)> = pages
+            .iter()
+            .map(|p| (p.flow.trust_flow, p.flow.citation_flow))
+            .collect();
+        assert!(ranks.windows(2).all(|w| w[0] >= w[1]), "{ranks:?}");
+        for p in &pages {
+            let m = view.metrics(&Item::url(p.url.clone())).unwrap().unwrap();
+            assert_eq!(
+                (m.trust_flow, m.citation_flow),
+                ranks[urls.iter().position(|u| *u == p.url).unwrap()]
+            );
+        }
+        // The page linked from the trusted hub outranks the one linked from the farm.
+        let pos = |u: &str| urls.iter().position(|x| *x == u).unwrap();
+        assert!(pos("http://www.good.com/a.html") < pos("http://www.good.com/c.html"));
+        // A host lists only its own pages; paging walks the same order.
+        let (blog, _) = view
+            .top_pages(&Item::parse("blog.good.com").unwrap(), 0, 100, 1000)
+            .unwrap();
+        assert_eq!(blog.len(), 1);
+        let (second, _) = view.top_pages(&site, 1, 2, 1000).unwrap();
+        assert_eq!(second, pages[1..3].to_vec());
+        // Counting stops at the limit.
+        assert_eq!(view.top_pages(&site, 0, 1, 2).unwrap().1, None);
+    }
+}

@@ -13,13 +13,20 @@
 use crate::build::{Table, TableFileWriter};
 use crate::error::Result;
 use crate::item::Item;
-use crate::keys::{backlink_key, metrics_key};
+use crate::item::{host_of, root_domain, Level};
+use crate::keys::{backlink_key, metrics_key, top_page_key};
 use crate::metrics::ItemMetrics;
 use crate::record::{FlowPair, LinkRecord, SOURCE_TOPICS, TARGET_TOPICS};
-use crate::store::{prefix_successor, Store, CF_BACKLINKS, CF_META, CF_METRICS};
+use crate::store::{prefix_successor, Store, CF_BACKLINKS, CF_META, CF_METRICS, CF_TOP_PAGES};
 use rocksdb::{WriteBatch, WriteOptions};
 use std::path::{Path, PathBuf};
 use std::sync::MutexGuard;
+
+/// Version byte of a `top_pages` value (then the URL).
+pub(crate) const TOP_PAGE_VERSION: u8 = 1;
+
+/// The column families whose rows are keyed by flow generation.
+const GENERATION_CFS: [&str; 3] = [CF_BACKLINKS, CF_METRICS, CF_TOP_PAGES];
 
 const BATCH_ROWS: usize = 20_000;
 /// The most bytes of one item's rows re-sorted in memory.
@@ -140,7 +147,7 @@ impl Store {
         // Generations cycle through 0..=254, so no key starts with 0xff and a range
         // ending at [0xff] covers every later generation exactly.
         let next = if current >= 254 { 0 } else { current + 1 };
-        for cf in [CF_BACKLINKS, CF_METRICS] {
+        for cf in GENERATION_CFS {
             self.clear_other_generations(cf, current, false)?;
         }
         Ok(FlowUpdate {
@@ -197,6 +204,25 @@ impl FlowUpdate<'_> {
             .put_cf(self.store.cf(CF_METRICS), key, m.encode());
         self.metrics_rows += 1;
         self.maybe_commit()
+    }
+
+    /// Lists a page among its host's and its root domain's pages, by its flows.
+    pub fn put_top_page(&mut self, url: &str, flow: FlowPair) -> Result<()> {
+        let host = host_of(url);
+        let sites = [
+            (Level::SubDomain, host),
+            (Level::RootDomain, root_domain(host).unwrap_or(host)),
+        ];
+        let mut value = Vec::with_capacity(url.len() + 1);
+        value.push(TOP_PAGE_VERSION);
+        value.extend_from_slice(url.as_bytes());
+        for (level, name) in sites {
+            let site = self.store.hasher.hash(level, name);
+            let key = top_page_key(self.next, site, flow, url);
+            self.batch.put_cf(self.store.cf(CF_TOP_PAGES), key, &value);
+            self.maybe_commit()?;
+        }
+        Ok(())
     }
 
     /// Adds a re-keyed row of item `item_hash` (rows arrive in item order).
@@ -294,7 +320,7 @@ impl FlowUpdate<'_> {
         } else {
             s.set_generation(self.next);
         }
-        for cf in [CF_BACKLINKS, CF_METRICS] {
+        for cf in GENERATION_CFS {
             s.clear_other_generations(cf, self.next, !served)?;
         }
         progress(report.backlink_rows);

@@ -9,6 +9,7 @@
 //! URLs held in the record.
 
 use crate::item::{Item, Level};
+use crate::record::FlowPair;
 use xxhash_rust::xxh3::xxh3_64;
 
 /// Hashes item names. `bits` < 64 keeps only the top bits, which forces collisions: tests
@@ -102,12 +103,32 @@ pub fn backlink_key(generation: u8, item_hash: u64, source_tf: u8, link: &[u8; 1
     k
 }
 
-/// `generation | item_hash`: the scan prefix of one item's backlinks.
-pub fn backlink_prefix(generation: u8, item_hash: u64) -> [u8; 9] {
+/// `generation | item_hash`: the scan prefix of one item's backlinks or top pages.
+pub fn generation_item_prefix(generation: u8, item_hash: u64) -> [u8; 9] {
     let mut k = [0u8; 9];
     k[0] = generation;
     k[1..].copy_from_slice(&item_hash.to_be_bytes());
     k
+}
+
+/// `top_pages` CF: `generation | site item_hash | 255 - TF | 255 - CF | url_hash`: a
+/// site's (host's or root domain's) pages, strongest first.
+pub fn top_page_key(generation: u8, site_hash: u64, flow: FlowPair, url: &str) -> [u8; 19] {
+    let mut k = [0u8; 19];
+    k[0] = generation;
+    k[1..9].copy_from_slice(&site_hash.to_be_bytes());
+    k[9] = 255 - flow.trust_flow;
+    k[10] = 255 - flow.citation_flow;
+    k[11..].copy_from_slice(&url_hash(url).to_be_bytes());
+    k
+}
+
+/// The Trust Flow and Citation Flow a `top_pages` key holds.
+pub fn top_page_flow(key: &[u8]) -> FlowPair {
+    FlowPair {
+        trust_flow: 255 - key.get(9).copied().unwrap_or(255),
+        citation_flow: 255 - key.get(10).copied().unwrap_or(255),
+    }
 }
 
 /// `metrics` CF: `generation | item_key`.
@@ -208,6 +229,6 @@ mod tests {
         assert!(backlink_key(0, 7, 90, &link) < backlink_key(0, 7, 10, &link));
         assert!(backlink_key(0, 7, 0, &link) < backlink_key(0, 8, 100, &link));
         assert!(backlink_key(0, 8, 0, &link) < backlink_key(1, 7, 100, &link));
-        assert!(backlink_key(3, 7, 1, &link).starts_with(&backlink_prefix(3, 7)));
+        assert!(backlink_key(3, 7, 1, &link).starts_with(&generation_item_prefix(3, 7)));
     }
 }

@@ -29,7 +29,7 @@ pub use metrics::ItemMetrics;
 pub use page::{
     day_of, format_day, parse_day, push_day, CrawlOutcome, OutLink, PageCrawl, PageState,
 };
-pub use read_view::{BacklinkQuery, ReadView, TimelinePoint, MAX_BACKLINK_COUNT};
+pub use read_view::{BacklinkQuery, ReadView, TimelinePoint, TopPage, MAX_BACKLINK_COUNT};
 pub use record::{
     flags, FlowPair, LinkKind, LinkRecord, LostReason, SourceOutlinks, SOURCE_TOPICS, TARGET_TOPICS,
 };

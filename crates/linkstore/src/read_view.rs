@@ -1,15 +1,16 @@
 //! What readers see: an owned, consistent view of a store, and every read path.
 
 use crate::aggregate::{AnchorText, Counters, RefDomain, TimelineDelta};
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::flow_update::TOP_PAGE_VERSION;
 use crate::item::{host_of, root_domain, Item};
-use crate::keys::{backlink_prefix, metrics_key, url_key, ItemHasher};
+use crate::keys::{generation_item_prefix, metrics_key, top_page_flow, url_key, ItemHasher};
 use crate::metrics::ItemMetrics;
 use crate::page::PageState;
-use crate::record::LinkRecord;
+use crate::record::{FlowPair, LinkRecord};
 use crate::store::{
     cf_handle, prefix_successor, CF_ANCHORS_RANKED, CF_BACKLINKS, CF_COUNTERS, CF_LINKS,
-    CF_METRICS, CF_PAGES, CF_REFDOMAINS, CF_REFDOMAINS_RANKED, CF_TIMELINE,
+    CF_METRICS, CF_PAGES, CF_REFDOMAINS, CF_REFDOMAINS_RANKED, CF_TIMELINE, CF_TOP_PAGES,
 };
 use rocksdb::{ColumnFamily, Direction, IteratorMode, ReadOptions, DB};
 use std::collections::HashMap;
@@ -80,6 +81,13 @@ impl Default for BacklinkQuery {
             ref_domain: None,
         }
     }
+}
+
+/// One of a site's pages, with the flows that rank it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopPage {
+    pub url: String,
+    pub flow: FlowPair,
 }
 
 /// Links found and lost on one day for one item.
@@ -224,7 +232,7 @@ impl ReadView {
         mut visit: impl FnMut(LinkRecord) -> bool,
     ) -> Result<()> {
         let hash = self.hasher.hash(item.level, &item.name);
-        let lower = backlink_prefix(self.generation, hash);
+        let lower = generation_item_prefix(self.generation, hash);
         let mut opts = self.opts();
         if let Some(upper) = prefix_successor(&lower) {
             opts.set_iterate_upper_bound(upper);
@@ -246,6 +254,50 @@ impl ReadView {
         }
         it.status()?;
         Ok(())
+    }
+
+    /// A site's (subdomain's or root domain's) pages by Trust Flow, then Citation Flow, as
+    /// the serving flow build ranked them: rows `from..from + count`, and how many pages
+    /// the site has when at most `count_limit` rows are (`None` beyond). Each row is
+    /// checked against the site, so a hash collision never lists another site's page.
+    pub fn top_pages(
+        &self,
+        site: &Item,
+        from: usize,
+        count: usize,
+        count_limit: usize,
+    ) -> Result<(Vec<TopPage>, Option<usize>)> {
+        let hash = self.hasher.hash(site.level, &site.name);
+        let lower = generation_item_prefix(self.generation, hash);
+        let mut opts = self.opts();
+        if let Some(upper) = prefix_successor(&lower) {
+            opts.set_iterate_upper_bound(upper);
+        }
+        let mut it = self.db.raw_iterator_cf_opt(self.cf(CF_TOP_PAGES), opts);
+        it.seek(lower);
+        let (mut pages, mut seen) = (Vec::new(), 0usize);
+        while let (Some(key), Some(value)) = (it.key(), it.value()) {
+            let url = match value.split_first() {
+                Some((&TOP_PAGE_VERSION, url)) => std::str::from_utf8(url)
+                    .map_err(|_| Error::corrupt(CF_TOP_PAGES, "URL is not UTF-8"))?,
+                _ => return Err(Error::corrupt(CF_TOP_PAGES, "unknown value version")),
+            };
+            if site.contains_url(url) {
+                if seen >= from && pages.len() < count {
+                    pages.push(TopPage {
+                        url: url.to_string(),
+                        flow: top_page_flow(key),
+                    });
+                }
+                seen += 1;
+                if seen > count_limit && pages.len() == count {
+                    return Ok((pages, None));
+                }
+            }
+            it.next();
+        }
+        it.status()?;
+        Ok((pages, Some(seen)))
     }
 
     /// Referring domains of an item, most backlinks first.

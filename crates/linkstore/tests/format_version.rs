@@ -1,5 +1,6 @@
 //! A store written in another format is refused, with a message that names it and says
-//! how to rebuild it, and is left exactly as it was.
+//! how to rebuild it, and is left exactly as it was; format 5, which lacks only a column
+//! family, is upgraded in place.
 
 use linkstore::{Store, StoreOptions, FORMAT_VERSION};
 use rocksdb::{Options, DB};
@@ -42,4 +43,22 @@ fn a_new_store_and_a_reopened_one_are_accepted() {
     drop(Store::open(dir.path(), &StoreOptions::default()).unwrap());
     let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
     assert!(store.is_empty().unwrap());
+}
+
+#[test]
+fn a_format_5_store_is_upgraded_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("historic");
+    older_store(&path, 5);
+    drop(Store::open(&path, &StoreOptions::default()).expect("format 5 opens"));
+    let cfs = DB::list_cf(&Options::default(), &path).unwrap();
+    assert!(cfs.iter().any(|c| c == "top_pages"), "{cfs:?}");
+    let db = DB::open_cf_for_read_only(&Options::default(), &path, &cfs, false).unwrap();
+    let meta = db.cf_handle("meta").unwrap();
+    assert_eq!(
+        db.get_cf(meta, b"format").unwrap(),
+        Some(vec![FORMAT_VERSION, 64])
+    );
+    drop(db);
+    drop(Store::open(&path, &StoreOptions::default()).expect("and reopens"));
 }

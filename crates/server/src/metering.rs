@@ -6,10 +6,14 @@ use crate::error::ApiError;
 use crate::params::Params;
 use accounts::{Accounts, ChargeError, Principal, UnitKind, Units};
 
-/// Analysis units of GetBackLinkData and GetNewLostBackLinks.
+/// Analysis units of GetBackLinkData, GetNewLostBackLinks, GetTopPages and
+/// GetTopBackLinks.
 pub const BACKLINK_ANALYSIS: u64 = 5_000;
-/// Analysis units of GetRefDomains, GetAnchorText and GetTopics.
+/// Analysis units of GetRefDomains, GetAnchorText, GetTopics, GetRefDomainInfo and
+/// GetNewLostBackLinkCalendar.
 pub const SUMMARY_ANALYSIS: u64 = 1_000;
+/// Analysis units of GetLinkProfile.
+pub const LINK_PROFILE_ANALYSIS: u64 = 500;
 
 /// `DownloadBacklinksAnalysisResUnitsCost`: max(25,000, ExtBackLinks + IndexedURLs).
 pub fn download_analysis(ext_backlinks: i64, indexed_urls: i64) -> i64 {

@@ -405,7 +405,10 @@ table_row! {
 }
 
 /// The `DomainsInfo` table of the referring domains `ids` numbers.
-fn domains_info(view: &ReadView, ids: &BTreeMap<String, i64>) -> Result<Table, ApiError> {
+pub(super) fn domains_info(
+    view: &ReadView,
+    ids: &BTreeMap<String, i64>,
+) -> Result<Table, ApiError> {
     let mut t = DomainInfoRow::table("DomainsInfo");
     let mut by_id: Vec<(i64, &String)> = ids.iter().map(|(d, i)| (*i, d)).collect();
     by_id.sort();

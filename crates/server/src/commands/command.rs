@@ -2,7 +2,7 @@
 //! `docs/api.md`).
 
 use crate::envelope::Reply;
-use crate::metering::{BACKLINK_ANALYSIS, SUMMARY_ANALYSIS};
+use crate::metering::{BACKLINK_ANALYSIS, LINK_PROFILE_ANALYSIS, SUMMARY_ANALYSIS};
 use accounts::Units;
 
 /// Every command, named as Majestic names it (matched without regard to case).
@@ -15,6 +15,11 @@ pub enum Command {
     GetNewLostBackLinks,
     GetNewLostBackLinkCalendar,
     GetTopics,
+    GetTopPages,
+    GetRefDomainInfo,
+    GetBackLinksHistory,
+    GetTopBackLinks,
+    GetLinkProfile,
     GetSubscriptionInfo,
     GetIndexStats,
     DownloadBackLinks,
@@ -27,7 +32,7 @@ pub enum Command {
 }
 
 impl Command {
-    pub const ALL: [Command; 16] = [
+    pub const ALL: [Command; 21] = [
         Command::GetIndexItemInfo,
         Command::GetBackLinkData,
         Command::GetRefDomains,
@@ -35,6 +40,11 @@ impl Command {
         Command::GetNewLostBackLinks,
         Command::GetNewLostBackLinkCalendar,
         Command::GetTopics,
+        Command::GetTopPages,
+        Command::GetRefDomainInfo,
+        Command::GetBackLinksHistory,
+        Command::GetTopBackLinks,
+        Command::GetLinkProfile,
         Command::GetSubscriptionInfo,
         Command::GetIndexStats,
         Command::DownloadBackLinks,
@@ -56,6 +66,11 @@ impl Command {
             Command::GetNewLostBackLinks => "GetNewLostBackLinks",
             Command::GetNewLostBackLinkCalendar => "GetNewLostBackLinkCalendar",
             Command::GetTopics => "GetTopics",
+            Command::GetTopPages => "GetTopPages",
+            Command::GetRefDomainInfo => "GetRefDomainInfo",
+            Command::GetBackLinksHistory => "GetBackLinksHistory",
+            Command::GetTopBackLinks => "GetTopBackLinks",
+            Command::GetLinkProfile => "GetLinkProfile",
             Command::GetSubscriptionInfo => "GetSubscriptionInfo",
             Command::GetIndexStats => "GetIndexStats",
             Command::DownloadBackLinks => "DownloadBackLinks",
@@ -83,15 +98,25 @@ impl Command {
             })
         };
         match self {
+            // 10 analysis units per item (one `Results` row each), as Majestic charges.
+            Command::GetBackLinksHistory => Some(Units {
+                analysis: 10 * reply.tables.first().map_or(0, |t| t.rows.len() as u64),
+                ..Units::default()
+            }),
             Command::GetIndexItemInfo => Some(Units {
                 index_item_info: rows,
                 ..Units::default()
             }),
-            Command::GetBackLinkData | Command::GetNewLostBackLinks => analysis(BACKLINK_ANALYSIS),
+            Command::GetBackLinkData
+            | Command::GetNewLostBackLinks
+            | Command::GetTopPages
+            | Command::GetTopBackLinks => analysis(BACKLINK_ANALYSIS),
             Command::GetRefDomains
             | Command::GetAnchorText
             | Command::GetTopics
-            | Command::GetNewLostBackLinkCalendar => analysis(SUMMARY_ANALYSIS),
+            | Command::GetNewLostBackLinkCalendar
+            | Command::GetRefDomainInfo => analysis(SUMMARY_ANALYSIS),
+            Command::GetLinkProfile => analysis(LINK_PROFILE_ANALYSIS),
             Command::GetSubscriptionInfo
             | Command::GetIndexStats
             | Command::DownloadBackLinks

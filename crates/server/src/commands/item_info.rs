@@ -4,7 +4,7 @@ use super::row::{
     table_row, topic_columns, topic_values, Date, NumText, Row, TrueFalse, UnknownNumber,
     UnknownText,
 };
-use super::{internal, item_count, parse_item, MAX_ITEMS};
+use super::{crawl_result, internal, item_count, parse_item, MAX_ITEMS};
 use crate::context::Context;
 use crate::envelope::{Reply, Value};
 use crate::error::ApiError;
@@ -120,10 +120,7 @@ impl InfoRow {
             ext_backlinks_gov: c.gov_links,
             crawled_flag: TrueFalse(page.is_some()),
             last_crawl_date: Date(page.map_or(0, |pg| linkstore::day_of(pg.last_fetch))),
-            last_crawl_result: page.map_or_else(String::new, |pg| match pg.last_status {
-                200..=299 => "DownloadedSuccessfully".into(),
-                st => format!("HttpStatus{st}"),
-            }),
+            last_crawl_result: page.map(|pg| crawl_result(&pg)).unwrap_or_default(),
             redirect_flag: TrueFalse(page.is_some_and(|pg| (300..400).contains(&pg.last_status))),
             out_domains_external: NumText(c.out_domains_external),
             out_links_external: NumText(c.out_links_external),

@@ -6,11 +6,16 @@ mod anchors;
 mod backlinks;
 mod command;
 mod filters;
+mod history;
 mod item_info;
+mod link_profile;
 mod new_lost;
+mod ref_domain_info;
 mod ref_domains;
 pub(crate) mod row;
 mod subscription;
+mod top_backlinks;
+mod top_pages;
 mod topics;
 
 pub use command::Command;
@@ -50,6 +55,11 @@ pub fn execute(
         Command::GetNewLostBackLinks => new_lost::get_new_lost_back_links(ctx, p),
         Command::GetNewLostBackLinkCalendar => new_lost::get_new_lost_back_link_calendar(ctx, p),
         Command::GetTopics => topics::get_topics(ctx, p),
+        Command::GetTopPages => top_pages::get_top_pages(ctx, p),
+        Command::GetRefDomainInfo => ref_domain_info::get_ref_domain_info(ctx, p),
+        Command::GetBackLinksHistory => history::get_back_links_history(ctx, p),
+        Command::GetTopBackLinks => top_backlinks::get_top_back_links(ctx, p),
+        Command::GetLinkProfile => link_profile::get_link_profile(ctx, p),
         Command::GetSubscriptionInfo => subscription::get_subscription_info(ctx, caller, p),
         Command::GetIndexStats => subscription::get_index_stats(ctx, p),
         Command::CreateSubAccount => crate::resellers::create_sub_account(caller, p),
@@ -129,7 +139,12 @@ fn item_count(p: &Params, max: usize) -> Result<usize, ApiError> {
 
 /// `items` + `item0..`, or just `item0..` when `items` is absent; every item must parse.
 fn items(p: &Params) -> Result<Vec<(String, Item)>, ApiError> {
-    (0..item_count(p, MAX_ITEMS)?)
+    items_up_to(p, MAX_ITEMS)
+}
+
+/// [`items`] with another limit than [`MAX_ITEMS`].
+fn items_up_to(p: &Params, max: usize) -> Result<Vec<(String, Item)>, ApiError> {
+    (0..item_count(p, max)?)
         .map(|i| {
             let name = format!("item{i}");
             let raw = p.required(&name)?;
@@ -162,6 +177,14 @@ fn date_param(p: &Params, names: &[&str]) -> Result<Option<u32>, ApiError> {
 fn domain_of(url: &str) -> String {
     let host = linkstore::host_of(url);
     linkstore::root_domain(host).unwrap_or(host).to_string()
+}
+
+/// `LastCrawlResult`: how the last fetch of a page went.
+fn crawl_result(page: &linkstore::PageState) -> String {
+    match page.last_status {
+        200..=299 => "DownloadedSuccessfully".into(),
+        st => format!("HttpStatus{st}"),
+    }
 }
 
 /// The `TLD` column: everything after a domain's first label.
