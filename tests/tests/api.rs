@@ -1084,6 +1084,61 @@ fn the_commands_migrating_scripts_call_answer_in_both_envelopes() {
         assert!(cells.iter().all(|c| c["Value"].as_i64().unwrap() > 0));
     }
 
+    // AddAllTopics: every topic in TrustCategories, after the topic pairs.
+    let all = srv.json(&[
+        ("cmd", "GetIndexItemInfo"),
+        ("items", "1"),
+        ("item0", &domain),
+        ("AddAllTopics", "1"),
+    ]);
+    let row = &data(&all, "Results")[0];
+    let xml = srv.xml(
+        "/api/xml",
+        &[
+            ("cmd", "GetIndexItemInfo"),
+            ("items", "1"),
+            ("item0", &domain),
+            ("AddAllTopics", "1"),
+        ],
+    );
+    assert!(
+        xml.contains("|TopicalTrustFlow_Value_2|TrustCategories\""),
+        "last column: {xml}"
+    );
+    let categories: Vec<&str> = row["TrustCategories"]
+        .as_str()
+        .unwrap()
+        .split(',')
+        .collect();
+    let first: Vec<&str> = categories[0].split('=').collect();
+    assert_eq!(first[0], row["TopicalTrustFlow_Topic_0"]);
+    assert!(first[1].ends_with('%'));
+    assert_eq!(first[2], row["TopicalTrustFlow_Value_0"].to_string());
+    let shares: f64 = categories
+        .iter()
+        .map(|c| {
+            c.split('=')
+                .nth(1)
+                .unwrap()
+                .trim_end_matches('%')
+                .parse::<f64>()
+                .unwrap()
+        })
+        .sum();
+    assert!((shares - 100.0).abs() < 0.1, "{categories:?}");
+
+    // The key in an `app_api_key` cookie, as some clients send it.
+    let with_cookie = |key: &str| {
+        srv.raw(
+            format!(
+                "GET /api/json?cmd=GetSubscriptionInfo HTTP/1.1\r\nHost: x\r\nCookie: theme=dark; app_api_key={key}\r\nConnection: close\r\n\r\n"
+            )
+            .as_bytes(),
+        )
+    };
+    assert!(with_cookie(&srv.key).contains("\"Code\":\"OK\""));
+    assert!(with_cookie("0123456789ABCDEF0123456789ABCDEF").contains("FailedRequestViaAPI"));
+
     // The XML envelope carries the same tables.
     for (params, table) in [
         (

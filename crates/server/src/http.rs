@@ -127,8 +127,8 @@ pub(crate) async fn read_body(svc: &Service, req: Request<Incoming>) -> Result<V
 
 /// The credential a request carries: an OpenApp's `privatekey` with a user's token in
 /// `accesstoken` or `authentication_token`, or an API key in `authentication_token` or
-/// `app_api_key`.
-fn credential(p: &Params) -> Result<Credential<'_>, ApiError> {
+/// `app_api_key` (a parameter, else the `app_api_key` cookie some clients set).
+fn credential<'a>(p: &'a Params, cookie: Option<&'a str>) -> Result<Credential<'a>, ApiError> {
     if let Some(private_key) = p.get("privatekey") {
         let token = p
             .get("accesstoken")
@@ -143,12 +143,28 @@ fn credential(p: &Params) -> Result<Credential<'_>, ApiError> {
     }
     p.get("authentication_token")
         .or_else(|| p.get("app_api_key"))
+        .or(cookie)
         .map(Credential::Key)
         .ok_or_else(|| {
             ApiError::new(
                 "FailedRequestViaAPI",
                 "API Key does not appear to be correct: no key given",
             )
+        })
+}
+
+/// The `app_api_key` cookie's value, if the request sends one.
+fn cookie_key(req: &Request<Incoming>) -> Option<String> {
+    req.headers()
+        .get_all(hyper::header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .find_map(|pair| {
+            let (name, value) = pair.trim().split_once('=')?;
+            name.trim()
+                .eq_ignore_ascii_case("app_api_key")
+                .then(|| value.trim().trim_matches('"').to_string())
         })
 }
 
@@ -198,6 +214,7 @@ async fn handle(svc: Arc<Service>, req: Request<Incoming>, peer: IpAddr) -> Resp
         (true, None) => return not_found(),
     };
     let query = req.uri().query().unwrap_or("").as_bytes().to_vec();
+    let cookie = cookie_key(&req);
     let body = match read_body(&svc, req).await {
         Ok(body) => body,
         Err(e) => return render(&error_reply(e), format),
@@ -207,7 +224,7 @@ async fn handle(svc: Arc<Service>, req: Request<Incoming>, peer: IpAddr) -> Resp
         let params = Params::parse(&query, &body)?;
         let principal = svc2
             .accounts
-            .authenticate(credential(&params)?, client)
+            .authenticate(credential(&params, cookie.as_deref())?, client)
             .map_err(|e| ApiError::new(e.code(), e.to_string()))?;
         let caller = Caller {
             principal,

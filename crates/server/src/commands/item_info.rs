@@ -156,11 +156,23 @@ impl InfoRow {
     }
 }
 
+/// `TrustCategories` (with `AddAllTopics=1`): every topic as `Topic=<share>%=<value>`,
+/// strongest first, the share being the topic's part of the item's summed topical values.
+fn trust_categories(topics: &[(String, u8)]) -> String {
+    let sum: f64 = topics.iter().map(|(_, v)| f64::from(*v)).sum();
+    topics
+        .iter()
+        .map(|(t, v)| format!("{t}={:.2}%={v}", 100.0 * f64::from(*v) / sum.max(1.0)))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 pub(super) fn get_index_item_info(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
     let (kind, store) = ctx.index(p)?;
     let view = store.read();
     let count = item_count(p, MAX_ITEMS)?;
     let topics = p.int("DesiredTopics", 3)?.clamp(0, 30) as usize;
+    let all_topics = p.int("AddAllTopics", 0)? == 1;
     // Each item stands alone: a missing or malformed one gets its own ResultCode.
     let requested: Vec<(String, Result<Item, ApiError>)> = (0..count)
         .map(|i| {
@@ -179,6 +191,9 @@ pub(super) fn get_index_item_info(ctx: &Context, p: &Params) -> Result<Reply, Ap
     let metrics = view.metrics_many(&found).map_err(internal)?;
     let mut cols = InfoRow::columns();
     cols.extend(topic_columns("TopicalTrustFlow", topics));
+    if all_topics {
+        cols.push("TrustCategories".into());
+    }
     let mut t = crate::envelope::Table::new("Results", cols);
     t.param("MaxTopicsRootDomain", 30);
     t.param("MaxTopicsSubDomain", 20);
@@ -200,10 +215,16 @@ pub(super) fn get_index_item_info(ctx: &Context, p: &Params) -> Result<Reply, Ap
                 };
                 InfoRow::of(n, raw, item, c.unwrap_or_default(), &m, page).cells(&mut cells);
                 cells.extend(topic_values(&m.topics, topics));
+                if all_topics {
+                    cells.push(Value::Str(trust_categories(&m.topics)));
+                }
             }
             Err(e) => {
                 InfoRow::refused(n, raw, e).cells(&mut cells);
                 cells.extend(topic_values(&[], topics));
+                if all_topics {
+                    cells.push(Value::empty());
+                }
             }
         }
         t.push(cells);
