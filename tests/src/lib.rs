@@ -122,8 +122,14 @@ impl Server {
     /// Runs `linkbase ARGS...` (a command that ends by serving) and waits until it
     /// prints the address it serves on.
     pub fn spawn(args: &[&str]) -> Server {
+        Server::spawn_env(args, &[])
+    }
+
+    /// [`Server::spawn`] with environment variables set for the server.
+    pub fn spawn_env(args: &[&str], env: &[(&str, &str)]) -> Server {
         let mut child = Command::new(linkbase())
             .args(args)
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()

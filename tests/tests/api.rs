@@ -19,6 +19,11 @@ struct Api {
 
 /// Builds a store (a generated web with flows, plus a real WARC) and starts the server.
 fn start() -> Api {
+    start_with(&[], &[])
+}
+
+/// [`start`] with more `serve` arguments and environment variables.
+fn start_with(extra: &[&str], env: &[(&str, &str)]) -> Api {
     let dir = tempfile::tempdir().unwrap();
     let spec = webgen::WebSpec::demo(2_000);
     let files = webgen::generate(
@@ -39,7 +44,16 @@ fn start() -> Api {
     run(&["flow", "--data", d, "--seeds", seeds.to_str().unwrap()]);
     let account = create_account(&data, "test", [1 << 40, 1 << 50, 1 << 50], &["--reseller"]);
     let key = create_key(&data, account);
-    let srv = Server::start(&data, &["--no-sandbox"]);
+    let mut args = vec![
+        "serve",
+        "--data",
+        d,
+        "--listen",
+        "127.0.0.1:0",
+        "--no-sandbox",
+    ];
+    args.extend(extra);
+    let srv = Server::spawn_env(&args, env);
     Api {
         addr: srv.addr.clone(),
         _server: srv,
@@ -877,6 +891,191 @@ fn download_back_links_exports_every_backlink() {
     );
     let gone = srv.json(&[("cmd", "GetDownloadsList"), ("DownloadJobID", &id)]);
     assert_eq!(code(&gone), "UnknownDownloadJob");
+}
+
+/// Waits for a job to leave the queue; its GetDownloadsList row.
+fn finished_job(srv: &Api, id: &str) -> Value {
+    for _ in 0..400 {
+        let list = srv.json(&[("cmd", "GetDownloadsList"), ("DownloadJobID", id)]);
+        let job = list["DataTables"]["Downloads"]["Data"][0].clone();
+        if [4, 5, 7].contains(&job["Status"].as_i64().unwrap_or(-1)) {
+            return job;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("job {id} never finished");
+}
+
+/// The rows of a finished job's file (without the header).
+fn job_rows(job: &Value) -> Vec<String> {
+    let mut gz = Vec::new();
+    ureq::get(job["PublicDownloadLocation"].as_str().unwrap())
+        .call()
+        .unwrap()
+        .into_reader()
+        .read_to_end(&mut gz)
+        .unwrap();
+    let mut csv = String::new();
+    flate2::read::GzDecoder::new(&gz[..])
+        .read_to_string(&mut csv)
+        .unwrap();
+    csv.lines().skip(1).map(str::to_string).collect()
+}
+
+/// A one-request HTTP(S) listener on loopback: answers 200 and hands over the request
+/// line it got.
+fn callback_listener(
+    tls: Option<std::sync::Arc<rustls::ServerConfig>>,
+) -> (u16, std::sync::mpsc::Receiver<String>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let (tcp, _) = listener.accept().unwrap();
+        tcp.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut stream: Box<dyn ReadWrite> = match tls {
+            Some(config) => Box::new(rustls::StreamOwned::new(
+                rustls::ServerConnection::new(config).unwrap(),
+                tcp,
+            )),
+            None => Box::new(tcp),
+        };
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap_or(0) == 1 {
+            head.push(byte[0]);
+        }
+        let _ =
+            stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+        let _ = stream.flush();
+        let head = String::from_utf8_lossy(&head).into_owned();
+        let _ = tx.send(head.lines().next().unwrap_or_default().to_string());
+    });
+    (port, rx)
+}
+
+trait ReadWrite: Read + Write {}
+impl<T: Read + Write> ReadWrite for T {}
+
+#[test]
+fn download_jobs_per_referring_domain_with_cost_ceilings_and_callbacks() {
+    let dir = tempfile::tempdir().unwrap();
+    let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, ck.cert.pem()).unwrap();
+    let srv = start_with(
+        &["--notify-allow", "127.0.0.0/8", "--notify-allow", "::1/128"],
+        &[("SSL_CERT_FILE", ca.to_str().unwrap())],
+    );
+    let (_, domain) = hot_items();
+
+    // At most N links per referring domain, deleted ones left out with Mode=1: as many as
+    // GetBackLinkData counts for the same caps.
+    let queued = srv.json(&[
+        ("cmd", "DownloadRefDomainBackLinks"),
+        ("item", &domain),
+        ("MaxSourceURLsPerRefDomain", "2"),
+        ("Mode", "1"),
+    ]);
+    assert_eq!(code(&queued), "QueuedForProcessing", "{queued}");
+    let job = finished_job(&srv, queued["DownloadJobID"].as_str().unwrap());
+    assert_eq!(job["Status"], 4, "{job}");
+    assert!(job["Description"]
+        .as_str()
+        .unwrap()
+        .starts_with("API Job: DownloadRefDomainBackLinks"));
+    let rows = job_rows(&job);
+    let expected = srv.json(&[
+        ("cmd", "GetBackLinkData"),
+        ("item", &domain),
+        ("Count", "1"),
+        ("MaxSourceURLsPerRefDomain", "2"),
+        ("Mode", "1"),
+    ])["DataTables"]["BackLinks"]["Headers"]["TotalMatches"]
+        .as_i64()
+        .unwrap();
+    assert_eq!(rows.len() as i64, expected);
+    let mut per_domain: std::collections::HashMap<String, usize> = Default::default();
+    for r in &rows {
+        let fields: Vec<&str> = r.split(',').collect();
+        let host = linkstore::host_of(fields[1]);
+        *per_domain
+            .entry(linkstore::root_domain(host).unwrap().to_string())
+            .or_default() += 1;
+        assert_eq!(fields[9], "", "no deleted link (FlagOldCrawl): {r}");
+    }
+    assert!(per_domain.values().all(|&n| n <= 2));
+    assert!(per_domain.values().any(|&n| n == 2));
+    let bad = srv.json(&[
+        ("cmd", "DownloadRefDomainBackLinks"),
+        ("item", &domain),
+        ("MaxSourceURLsPerRefDomain", "11"),
+    ]);
+    assert_eq!(code(&bad), "InvalidParameter");
+
+    // A cost above the ceiling queues nothing and charges nothing.
+    let before = srv.json(&[("cmd", "GetSubscriptionInfo")])["DataTables"]["Subscriptions"]["Data"]
+        [0]["AnalysisResUnits"]
+        .clone();
+    let refused = srv.json(&[
+        ("cmd", "DownloadBackLinks"),
+        ("Query", &domain),
+        ("SkipIfAnalysisCostGreaterThan", "100"),
+    ]);
+    assert_eq!(code(&refused), "AnalysisCostTooHigh", "{refused}");
+    let after = srv.json(&[("cmd", "GetSubscriptionInfo")])["DataTables"]["Subscriptions"]["Data"]
+        [0]["AnalysisResUnits"]
+        .clone();
+    assert_eq!(before, after);
+
+    // Callbacks over HTTP and HTTPS (the server trusts the test's certificate through
+    // SSL_CERT_FILE), with the file's location in place of the macro.
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(ck.key_pair.serialize_der().into());
+    let tls = rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(vec![ck.cert.der().clone()], key)
+    .unwrap();
+    for (scheme, host, config) in [
+        ("http", "127.0.0.1", None),
+        ("https", "localhost", Some(std::sync::Arc::new(tls))),
+    ] {
+        let (port, got) = callback_listener(config);
+        let notify = format!("{scheme}://{host}:{port}/done?file=%%DOWNLOAD_FILE_LOCATION%%");
+        let queued = srv.json(&[
+            ("cmd", "DownloadBackLinks"),
+            ("Query", &domain),
+            ("NotifyURL", &notify),
+        ]);
+        let job = finished_job(&srv, queued["DownloadJobID"].as_str().unwrap());
+        assert_eq!(job["Status"], 4, "{scheme}: {job}");
+        let line = got.recv_timeout(Duration::from_secs(30)).unwrap();
+        let location = job["PublicDownloadLocation"].as_str().unwrap();
+        let encoded: String = url::form_urlencoded::byte_serialize(location.as_bytes()).collect();
+        assert_eq!(line, format!("GET /done?file={encoded} HTTP/1.1"));
+    }
+    // An internal address the operator did not allow: the file is made, the call is not.
+    let queued = srv.json(&[
+        ("cmd", "DownloadBackLinks"),
+        ("Query", &domain),
+        ("NotifyURL", "http://10.0.0.1/done"),
+    ]);
+    let job = finished_job(&srv, queued["DownloadJobID"].as_str().unwrap());
+    assert_eq!(job["Status"], 7, "NotificationFailed: {job}");
+    assert!(job["LastError"]
+        .as_str()
+        .unwrap()
+        .contains("internal address"));
+    assert!(!job_rows(&job).is_empty(), "the file is still there");
+    let bad = srv.json(&[
+        ("cmd", "DownloadBackLinks"),
+        ("Query", &domain),
+        ("NotifyURL", "ftp://example.com/x"),
+    ]);
+    assert_eq!(code(&bad), "InvalidParameter");
 }
 
 #[test]

@@ -225,6 +225,10 @@ struct ServeOptions {
     /// Do not generate or serve the sandbox database.
     #[arg(long)]
     no_sandbox: bool,
+    /// An internal address range (repeatable) that download callbacks (NotifyURL) may
+    /// reach; loopback, private and link-local addresses are refused otherwise.
+    #[arg(long = "notify-allow")]
+    notify_allow: Vec<accounts::IpRange>,
 }
 
 fn main() -> Result<()> {
@@ -366,6 +370,7 @@ fn main() -> Result<()> {
                 trusted_proxies: Vec::new(),
                 token_ttl: 90 * 86_400,
                 no_sandbox: false,
+                notify_allow: Vec::new(),
             };
             serve(&data, &listen, &options, Some(&key))
         }
@@ -428,13 +433,17 @@ fn ensure_sandbox(data: &Path) -> Result<DataDir> {
 /// Pages of the sandbox's generated web: small enough to build in seconds.
 const SANDBOX_PAGES: usize = 1_500;
 
-fn context(dir: &DataDir, window_days: u32) -> Result<server::Context> {
+fn context(
+    dir: &DataDir,
+    window_days: u32,
+    notify: &server::NotifyPolicy,
+) -> Result<server::Context> {
     Ok(server::Context {
         indexes: indexes::Indexes::open(dir.clone(), window_days, StoreOptions::default())?,
         server_name: "LINKBASE".into(),
         server_version: env!("CARGO_PKG_VERSION").into(),
         server_build: "2026-11-21 00:00:00".into(),
-        downloads: server::Downloads::open(&dir.downloads_path())?,
+        downloads: server::Downloads::open(&dir.downloads_path(), notify.clone())?,
     })
 }
 
@@ -453,13 +462,17 @@ fn serve(
     let accounts = accounts::Accounts::open(&dir.accounts_path())?;
     keys::warn_if_no_accounts(&accounts, data)?;
     let window = options.fresh_window_days;
-    let ctx = context(&dir, window)?;
+    let notify = server::NotifyPolicy {
+        allowed: options.notify_allow.clone(),
+    };
+    let ctx = context(&dir, window, &notify)?;
     let sandbox = if options.no_sandbox {
         None
     } else {
         Some(std::sync::Arc::new(context(
             &ensure_sandbox(data)?,
             window,
+            &notify,
         )?))
     };
     let admin_token = admin_token(&dir)?;

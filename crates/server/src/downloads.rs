@@ -32,7 +32,40 @@ pub mod status {
     pub const PROCESSING: i64 = 1;
     pub const READY: i64 = 4;
     pub const ERROR: i64 = 5;
+    pub const PENDING_NOTIFICATION: i64 = 6;
+    pub const NOTIFICATION_FAILED: i64 = 7;
+
+    /// Whether a job's file is complete (a failed callback leaves it so).
+    pub fn has_file(status: i64) -> bool {
+        matches!(status, READY | PENDING_NOTIFICATION | NOTIFICATION_FAILED)
+    }
 }
+
+/// What a job exports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Export {
+    /// Every backlink (DownloadBackLinks).
+    BackLinks,
+    /// At most `per_domain` links from each referring domain, deleted ones left out
+    /// with `exclude_deleted` (DownloadRefDomainBackLinks).
+    RefDomainBackLinks {
+        per_domain: u8,
+        exclude_deleted: bool,
+    },
+}
+
+impl Export {
+    fn command(self) -> &'static str {
+        match self {
+            Export::BackLinks => "DownloadBackLinks",
+            Export::RefDomainBackLinks { .. } => "DownloadRefDomainBackLinks",
+        }
+    }
+}
+
+/// The analysis units above which a job is not run unless the request raises the limit
+/// (`SkipIfAnalysisCostGreaterThan`), as Majestic does.
+pub const DEFAULT_SKIP_ABOVE: i64 = 1_000_000;
 
 /// The 20 columns of Majestic's backlink download file, in order.
 pub const CSV_HEADER: &[&str] = &[
@@ -72,6 +105,9 @@ struct Job {
     file_size: u64,
     last_error: String,
     file_name: String,
+    export: Export,
+    /// Called when the file is ready ("" for none).
+    notify_url: String,
 }
 
 impl Job {
@@ -80,6 +116,9 @@ impl Job {
             "id": self.id, "account": self.account, "item": self.item, "index": self.index.as_str(), "status": self.status,
             "created": self.created, "updated": self.updated, "rows": self.rows,
             "file_size": self.file_size, "last_error": self.last_error, "file_name": self.file_name,
+            "export": self.export.command(), "notify_url": self.notify_url,
+            "per_domain": match self.export { Export::RefDomainBackLinks { per_domain, .. } => per_domain, Export::BackLinks => 0 },
+            "exclude_deleted": matches!(self.export, Export::RefDomainBackLinks { exclude_deleted: true, .. }),
         })
     }
 
@@ -96,6 +135,15 @@ impl Job {
             file_size: v["file_size"].as_u64()?,
             last_error: v["last_error"].as_str()?.to_string(),
             file_name: v["file_name"].as_str()?.to_string(),
+            // Jobs written before these fields existed are whole exports without callback.
+            export: match v["export"].as_str() {
+                Some("DownloadRefDomainBackLinks") => Export::RefDomainBackLinks {
+                    per_domain: u8::try_from(v["per_domain"].as_u64()?).ok()?,
+                    exclude_deleted: v["exclude_deleted"].as_bool()?,
+                },
+                _ => Export::BackLinks,
+            },
+            notify_url: v["notify_url"].as_str().unwrap_or_default().to_string(),
         })
     }
 }
@@ -140,11 +188,12 @@ pub struct Downloads {
     pub public_base: Mutex<String>,
     jobs: Mutex<BTreeMap<String, Job>>,
     cancel: Mutex<HashMap<String, Arc<AtomicBool>>>,
+    notify: crate::notify::NotifyPolicy,
 }
 
 impl Downloads {
-    /// Opens `dir`, reloading the jobs kept there.
-    pub fn open(dir: &Path) -> std::io::Result<Downloads> {
+    /// Opens `dir`, reloading the jobs kept there; callbacks follow `notify`.
+    pub fn open(dir: &Path, notify: crate::notify::NotifyPolicy) -> std::io::Result<Downloads> {
         std::fs::create_dir_all(dir)?;
         let mut jobs = BTreeMap::new();
         for entry in std::fs::read_dir(dir)? {
@@ -157,7 +206,7 @@ impl Downloads {
                 else {
                     continue;
                 };
-                if job.status < status::READY {
+                if !status::has_file(job.status) && job.status != status::ERROR {
                     job.status = status::ERROR;
                     job.last_error = "the server stopped while the job ran".into();
                 }
@@ -169,6 +218,7 @@ impl Downloads {
             public_base: Mutex::new(String::new()),
             jobs: Mutex::new(jobs),
             cancel: Mutex::new(HashMap::new()),
+            notify,
         })
     }
 
@@ -223,11 +273,21 @@ impl Downloads {
         Some(job)
     }
 
+    /// `PublicDownloadLocation` of a file.
+    fn location(&self, file_name: &str) -> String {
+        let base = self
+            .public_base
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        format!("{base}/downloads/{file_name}")
+    }
+
     /// The path of a finished download file, if `name` is one.
     pub fn file(&self, name: &str) -> Option<PathBuf> {
         let jobs = self.jobs.lock().unwrap_or_else(|p| p.into_inner());
         jobs.values()
-            .find(|j| j.file_name == name && j.status == status::READY)
+            .find(|j| j.file_name == name && status::has_file(j.status))
             .map(|j| self.dir.join(&j.file_name))
     }
 }
@@ -264,8 +324,15 @@ impl TopicCache {
     }
 }
 
-/// Writes every backlink of `item` to `path` (gzip CSV); returns the row count.
-fn export(store: &Store, item: &Item, path: &Path, cancel: &AtomicBool) -> Result<u64, String> {
+/// Writes the backlinks of `item` that `what` selects to `path` (gzip CSV); returns the
+/// row count.
+fn export(
+    store: &Store,
+    item: &Item,
+    what: Export,
+    path: &Path,
+    cancel: &AtomicBool,
+) -> Result<u64, String> {
     let file = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut out = GzEncoder::new(BufWriter::with_capacity(1 << 20, file), Compression::fast());
     let io = |e: std::io::Error| e.to_string();
@@ -277,12 +344,32 @@ fn export(store: &Store, item: &Item, path: &Path, cancel: &AtomicBool) -> Resul
     };
     let mut failure: Option<String> = None;
     let flag = |b: bool| if b { "1" } else { "" };
+    // Links kept per referring domain, by the domain's hash: 16 bytes per domain.
+    let mut per_domain: HashMap<u64, u8> = HashMap::new();
     // One view for the whole export: every row and topic from the same published state.
     let view = store.read();
     view.scan_backlinks(item, |r: LinkRecord| {
         if cancel.load(Ordering::Relaxed) {
             failure = Some("deleted while running".into());
             return false;
+        }
+        let host = linkstore::host_of(&r.source_url);
+        let domain = linkstore::root_domain(host).unwrap_or(host).to_string();
+        if let Export::RefDomainBackLinks {
+            per_domain: cap,
+            exclude_deleted,
+        } = what
+        {
+            if exclude_deleted && r.is_deleted() {
+                return true;
+            }
+            let kept = per_domain
+                .entry(xxhash_rust::xxh3::xxh3_64(domain.as_bytes()))
+                .or_default();
+            if *kept >= cap {
+                return true;
+            }
+            *kept += 1;
         }
         let result = (|| -> Result<(), String> {
             let src_topic = r
@@ -291,10 +378,8 @@ fn export(store: &Store, item: &Item, path: &Path, cancel: &AtomicBool) -> Resul
                 .map_or((String::new(), String::new()), |(t, v)| {
                     (t.clone(), v.to_string())
                 });
-            let host = linkstore::host_of(&r.source_url);
-            let domain = linkstore::root_domain(host).unwrap_or(host).to_string();
             let dom_topic = topics
-                .get(&view, Item::domain(domain))
+                .get(&view, Item::domain(domain.clone()))
                 .map_err(|e| e.to_string())?;
             let fields: [&str; 20] = [
                 &r.target_url,
@@ -345,38 +430,106 @@ fn export(store: &Store, item: &Item, path: &Path, cancel: &AtomicBool) -> Resul
     Ok(rows)
 }
 
-/// DownloadBackLinks: queues an export and answers `QueuedForProcessing` with its JobID.
-pub fn download_back_links(
-    ctx: &Arc<Context>,
-    caller: &Caller<'_>,
-    p: &Params,
-) -> Result<Reply, ApiError> {
-    let downloads = &ctx.downloads;
-    downloads.purge_expired();
+/// The item a download request names (`Query`, or `item` as some clients send).
+fn download_item(p: &Params) -> Result<Item, ApiError> {
     let raw = p
         .get("Query")
         .or_else(|| p.get("item"))
         .map(str::trim)
         .filter(|s| !s.is_empty())
         .ok_or_else(|| ApiError::new("MissingParameter", "parameter 'Query' is required"))?;
-    let item = Item::parse(raw).map_err(|e| ApiError::new("InvalidItem", format!("Query: {e}")))?;
+    Item::parse(raw).map_err(|e| ApiError::new("InvalidItem", format!("Query: {e}")))
+}
+
+/// DownloadBackLinks: queues an export of every backlink and answers
+/// `QueuedForProcessing` with its JobID.
+pub fn download_back_links(
+    ctx: &Arc<Context>,
+    caller: &Caller<'_>,
+    p: &Params,
+) -> Result<Reply, ApiError> {
+    let item = download_item(p)?;
+    queue(ctx, caller, p, item, Export::BackLinks, |c| Units {
+        // The analysis cost GetIndexItemInfo predicts, and one retrieval unit per
+        // backlink the export will write.
+        analysis: metering::download_analysis(c.ext_backlinks, c.indexed_urls) as u64,
+        retrieval: c.ext_backlinks.max(0) as u64,
+        ..Units::default()
+    })
+}
+
+/// DownloadRefDomainBackLinks: queues an export of at most `MaxSourceURLsPerRefDomain`
+/// (1 to 10, default 10) links from each referring domain; `Mode=1` leaves out deleted
+/// links.
+pub fn download_ref_domain_back_links(
+    ctx: &Arc<Context>,
+    caller: &Caller<'_>,
+    p: &Params,
+) -> Result<Reply, ApiError> {
+    let item = download_item(p)?;
+    let per_domain = p.int("MaxSourceURLsPerRefDomain", 10)?;
+    if !(1..=10).contains(&per_domain) {
+        return Err(ApiError::new(
+            "InvalidParameter",
+            format!("MaxSourceURLsPerRefDomain must be 1 to 10, not {per_domain}"),
+        ));
+    }
+    let exclude_deleted = match p.int("Mode", 0)? {
+        0 => false,
+        1 => true,
+        m => {
+            return Err(ApiError::new(
+                "InvalidParameter",
+                format!("Mode must be 0 or 1, not {m}"),
+            ))
+        }
+    };
+    let export = Export::RefDomainBackLinks {
+        per_domain: per_domain as u8,
+        exclude_deleted,
+    };
+    queue(ctx, caller, p, item, export, |c| Units {
+        analysis: metering::download_ref_domain_analysis(c.ref_domains) as u64,
+        retrieval: c.ext_backlinks.min(per_domain * c.ref_domains).max(0) as u64,
+        ..Units::default()
+    })
+}
+
+/// Checks, charges and queues a job: refused (nothing charged) when its analysis cost is
+/// above `SkipIfAnalysisCostGreaterThan` or its `NotifyURL` is not a callback address.
+fn queue(
+    ctx: &Arc<Context>,
+    caller: &Caller<'_>,
+    p: &Params,
+    item: Item,
+    what: Export,
+    cost: impl FnOnce(&linkstore::Counters) -> Units,
+) -> Result<Reply, ApiError> {
+    let downloads = &ctx.downloads;
+    downloads.purge_expired();
     let (index, store) = ctx.index(p)?;
-    // Charged when queued: the analysis cost GetIndexItemInfo predicts, and one retrieval
-    // unit per backlink the export will write.
+    let notify_url = p.get("NotifyURL").map(str::trim).unwrap_or_default();
+    if !notify_url.is_empty() {
+        crate::notify::validate(notify_url).map_err(|e| ApiError::new("InvalidParameter", e))?;
+    }
     let c = store
         .read()
         .counters(&item)
         .map_err(|e| ApiError::new("InternalError", e.to_string()))?
         .unwrap_or_default();
+    let cost = cost(&c);
+    let limit = p.int("SkipIfAnalysisCostGreaterThan", DEFAULT_SKIP_ABOVE)?;
+    if cost.analysis > limit.max(0) as u64 {
+        return Err(ApiError::new(
+            "AnalysisCostTooHigh",
+            format!(
+                "this export costs {} analysis units, above SkipIfAnalysisCostGreaterThan={limit}; nothing was charged",
+                cost.analysis
+            ),
+        ));
+    }
     let mut reply = Reply::ok();
-    caller.charge(
-        &mut reply,
-        Units {
-            analysis: metering::download_analysis(c.ext_backlinks, c.indexed_urls) as u64,
-            retrieval: c.ext_backlinks.max(0) as u64,
-            ..Units::default()
-        },
-    )?;
+    caller.charge(&mut reply, cost)?;
     let id = new_job_id();
     let day = format_day((now() / 86_400) as u32);
     let safe: String = item
@@ -405,6 +558,8 @@ pub fn download_back_links(
             "download_{kind_name}_{safe}_{}_{id}.csv.gz",
             day.replace('-', "_")
         ),
+        export: what,
+        notify_url: notify_url.to_string(),
     };
     downloads.save(&job);
     downloads
@@ -420,40 +575,60 @@ pub fn download_back_links(
         .insert(id.clone(), cancel.clone());
     let ctx2 = ctx.clone();
     let id2 = id.clone();
-    std::thread::spawn(move || {
-        let d = &ctx2.downloads;
-        d.update(&id2, |j| j.status = status::PROCESSING);
-        let path = d.dir.join(&job.file_name);
-        let result = export(&ctx2.store(index), &item, &path, &cancel);
-        d.cancel
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&id2);
-        match result {
-            Ok(rows) => {
-                let size = std::fs::metadata(&path).map_or(0, |m| m.len());
-                d.update(&id2, |j| {
-                    j.status = status::READY;
-                    j.rows = rows;
-                    j.file_size = size;
-                });
-            }
-            Err(e) => {
-                let _ = std::fs::remove_file(&path);
-                d.update(&id2, |j| {
-                    j.status = status::ERROR;
-                    j.last_error = e;
-                });
-            }
-        }
-    });
+    std::thread::spawn(move || run(&ctx2, &id2, job, &item, &cancel));
     ctx.globals(&mut reply, index, &store)?;
     reply.code = "QueuedForProcessing".into();
     reply.global("DownloadJobID", id.as_str());
-    let mut t = Table::new("DownloadBackLinks", vec!["JobID".into(), "Status".into()]);
+    let mut t = Table::new(what.command(), vec!["JobID".into(), "Status".into()]);
     t.push(vec![id.into(), status::AWAITING_PROCESSING.into()]);
     reply.tables.push(t);
     Ok(reply)
+}
+
+/// A queued job, on its own thread: the export, then the callback if one was asked for.
+fn run(ctx: &Context, id: &str, job: Job, item: &Item, cancel: &AtomicBool) {
+    let d = &ctx.downloads;
+    d.update(id, |j| j.status = status::PROCESSING);
+    let path = d.dir.join(&job.file_name);
+    let result = export(&ctx.store(job.index), item, job.export, &path, cancel);
+    d.cancel
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .remove(id);
+    match result {
+        Ok(rows) => {
+            let size = std::fs::metadata(&path).map_or(0, |m| m.len());
+            let notify = !job.notify_url.is_empty();
+            d.update(id, |j| {
+                j.status = if notify {
+                    status::PENDING_NOTIFICATION
+                } else {
+                    status::READY
+                };
+                j.rows = rows;
+                j.file_size = size;
+            });
+            if notify {
+                let location = d.location(&job.file_name);
+                let url = crate::notify::expand(&job.notify_url, &job.file_name, &location);
+                let outcome = d.notify.call(&url);
+                d.update(id, |j| match outcome {
+                    Ok(()) => j.status = status::READY,
+                    Err(e) => {
+                        j.status = status::NOTIFICATION_FAILED;
+                        j.last_error = format!("NotifyURL: {e}");
+                    }
+                });
+            }
+        }
+        Err(e) => {
+            let _ = std::fs::remove_file(&path);
+            d.update(id, |j| {
+                j.status = status::ERROR;
+                j.last_error = e;
+            });
+        }
+    }
 }
 
 /// GetDownloadsList: every job, or one (`DownloadJobID`).
@@ -468,11 +643,6 @@ pub fn get_downloads_list(
         .get("DownloadJobID")
         .map(str::trim)
         .filter(|s| !s.is_empty());
-    let base = downloads
-        .public_base
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .clone();
     let cols = [
         "Description",
         "JobID",
@@ -502,7 +672,7 @@ pub fn get_downloads_list(
         .filter(|j| only.is_none_or(|id| id == j.id))
     {
         t.push(vec![
-            format!("API Job: DownloadBackLinks ({}) {}", j.id, j.item).into(),
+            format!("API Job: {} ({}) {}", j.export.command(), j.id, j.item).into(),
             j.id.as_str().into(),
             j.status.into(),
             list_date(j.created).into(),
@@ -510,8 +680,8 @@ pub fn get_downloads_list(
             list_date(j.updated).into(),
             (j.file_size as i64).into(),
             j.last_error.as_str().into(),
-            if j.status == status::READY {
-                Value::from(format!("{base}/downloads/{}", j.file_name))
+            if status::has_file(j.status) {
+                Value::from(downloads.location(&j.file_name))
             } else {
                 Value::empty()
             },
@@ -537,7 +707,7 @@ pub fn delete_downloads(ctx: &Context, caller: &Caller<'_>, p: &Params) -> Resul
             Some(j) => t.push(vec![
                 id.into(),
                 "Deleted successfully.".into(),
-                format!("API Job: DownloadBackLinks ({id}) {}", j.item).into(),
+                format!("API Job: {} ({id}) {}", j.export.command(), j.item).into(),
                 j.file_name.into(),
             ]),
             None => t.push(vec![

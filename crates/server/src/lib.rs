@@ -10,6 +10,7 @@ mod error;
 mod explorer;
 pub mod http;
 pub mod metering;
+pub mod notify;
 mod openapp;
 pub mod params;
 mod resellers;
@@ -19,5 +20,6 @@ pub use context::Context;
 pub use downloads::Downloads;
 pub use error::{ApiError, Error, Result};
 pub use http::{serve, tls_config, Limits, Service};
+pub use notify::NotifyPolicy;
 
 pub use rustls;

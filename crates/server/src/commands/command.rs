@@ -23,6 +23,7 @@ pub enum Command {
     GetSubscriptionInfo,
     GetIndexStats,
     DownloadBackLinks,
+    DownloadRefDomainBackLinks,
     GetDownloadsList,
     DeleteDownloads,
     CreateSubAccount,
@@ -32,7 +33,7 @@ pub enum Command {
 }
 
 impl Command {
-    pub const ALL: [Command; 21] = [
+    pub const ALL: [Command; 22] = [
         Command::GetIndexItemInfo,
         Command::GetBackLinkData,
         Command::GetRefDomains,
@@ -48,6 +49,7 @@ impl Command {
         Command::GetSubscriptionInfo,
         Command::GetIndexStats,
         Command::DownloadBackLinks,
+        Command::DownloadRefDomainBackLinks,
         Command::GetDownloadsList,
         Command::DeleteDownloads,
         Command::CreateSubAccount,
@@ -74,6 +76,7 @@ impl Command {
             Command::GetSubscriptionInfo => "GetSubscriptionInfo",
             Command::GetIndexStats => "GetIndexStats",
             Command::DownloadBackLinks => "DownloadBackLinks",
+            Command::DownloadRefDomainBackLinks => "DownloadRefDomainBackLinks",
             Command::GetDownloadsList => "GetDownloadsList",
             Command::DeleteDownloads => "DeleteDownloads",
             Command::CreateSubAccount => "CreateSubAccount",
@@ -83,8 +86,8 @@ impl Command {
         }
     }
 
-    /// What a command that has run costs: `None` for free commands (and for
-    /// DownloadBackLinks, which charges before it queues). Retrieval units count the rows
+    /// What a command that has run costs: `None` for free commands (and for the
+    /// downloads, which charge before they queue). Retrieval units count the rows
     /// of every table of the reply.
     pub fn cost(self, reply: &Reply) -> Option<Units> {
         let rows: u64 = reply
@@ -120,6 +123,7 @@ impl Command {
             Command::GetSubscriptionInfo
             | Command::GetIndexStats
             | Command::DownloadBackLinks
+            | Command::DownloadRefDomainBackLinks
             | Command::GetDownloadsList
             | Command::DeleteDownloads
             | Command::CreateSubAccount

@@ -46,6 +46,9 @@ pub fn execute(
     })?;
     let mut reply = match command {
         Command::DownloadBackLinks => crate::downloads::download_back_links(ctx, caller, p),
+        Command::DownloadRefDomainBackLinks => {
+            crate::downloads::download_ref_domain_back_links(ctx, caller, p)
+        }
         Command::GetDownloadsList => crate::downloads::get_downloads_list(ctx, caller, p),
         Command::DeleteDownloads => crate::downloads::delete_downloads(ctx, caller, p),
         Command::GetIndexItemInfo => item_info::get_index_item_info(ctx, p),
