@@ -1283,6 +1283,37 @@ fn the_commands_migrating_scripts_call_answer_in_both_envelopes() {
         assert!(cells.iter().all(|c| c["Value"].as_i64().unwrap() > 0));
     }
 
+    // GetHostedDomains: the domain's address, the domains on it and on its subnet;
+    // asking by address gives the same.
+    let hd = srv.json(&[("cmd", "GetHostedDomains"), ("Domain", &domain)]);
+    let ip = hd["RecommendedIP"].as_str().unwrap().to_string();
+    assert!(ip.starts_with("10."), "the test web serves from 10/8: {hd}");
+    let on_ip = data(&hd, "DomainsOnIP");
+    let me = on_ip
+        .iter()
+        .find(|r| r["Domain"] == domain.as_str())
+        .expect("listed");
+    assert_eq!(me["IPAddress"], ip.as_str());
+    assert_eq!(me["ExtBackLinks"].as_i64(), Some(ext));
+    assert!(data(&hd, "DomainsOnSubnet").iter().all(|r| r["IPAddress"]
+        .as_str()
+        .unwrap()
+        .starts_with(&ip[..ip.rfind('.').unwrap()])));
+    let by_ip = srv.json(&[("cmd", "GetHostedDomains"), ("Domain", &ip)]);
+    assert_eq!(data(&by_ip, "DomainsOnIP"), on_ip);
+    let nowhere = srv.json(&[
+        ("cmd", "GetHostedDomains"),
+        ("Domain", "never-crawled.example"),
+    ]);
+    assert!(data(&nowhere, "DomainsOnIP").is_empty());
+    assert_eq!(nowhere["RecommendedIP"], "");
+    let too_many = srv.json(&[
+        ("cmd", "GetHostedDomains"),
+        ("Domain", &domain),
+        ("MaxDomains", "101"),
+    ]);
+    assert_eq!(code(&too_many), "InvalidParameter");
+
     // AddAllTopics: every topic in TrustCategories, after the topic pairs.
     let all = srv.json(&[
         ("cmd", "GetIndexItemInfo"),
@@ -1359,6 +1390,10 @@ fn the_commands_migrating_scripts_call_answer_in_both_envelopes() {
         (
             vec![("cmd", "GetLinkProfile"), ("item0", domain.as_str())],
             "RankingMatrix_0",
+        ),
+        (
+            vec![("cmd", "GetHostedDomains"), ("Domain", domain.as_str())],
+            "DomainsOnSubnet",
         ),
         (
             vec![

@@ -29,8 +29,8 @@ use crate::page::{day_of, PageCrawl, PageState};
 use crate::record::LinkRecord;
 use crate::store::cf_options;
 use crate::views::{
-    anchor_of_member, contributions, distinct_counters, min_nonzero, ref_domain_counters,
-    Contribution,
+    anchor_of_member, contributions, distinct_feed, min_nonzero, ref_domain_counters, Contribution,
+    DistinctFeed,
 };
 use crate::writer::ApplyStats;
 use std::collections::BTreeMap;
@@ -419,16 +419,16 @@ impl Reducer {
                 emit(table, key.to_vec(), count(n));
                 let at = item_key_len(key, cf)?;
                 let item_key = &key[..at];
-                let kind = match key.get(at) {
-                    Some(1) => DistinctKind::RefIp,
-                    Some(2) => DistinctKind::RefSubnet,
-                    Some(3) => DistinctKind::AnchorDomain,
-                    Some(4) => DistinctKind::OutDomain,
-                    _ => return Err(Error::corrupt(cf, "unknown distinct kind")),
-                };
-                match distinct_counters(kind, 1) {
-                    Some(delta) => emit(Table::Counters, item_key.to_vec(), delta.encode()),
-                    None => {
+                let kind = key
+                    .get(at)
+                    .and_then(|&b| DistinctKind::from_u8(b))
+                    .ok_or_else(|| Error::corrupt(cf, "unknown distinct kind"))?;
+                match distinct_feed(kind, 1) {
+                    DistinctFeed::Counters(delta) => {
+                        emit(Table::Counters, item_key.to_vec(), delta.encode())
+                    }
+                    DistinctFeed::Nothing => {}
+                    DistinctFeed::AnchorRefDomains => {
                         let member = std::str::from_utf8(&key[at + 1..key.len() - 1])
                             .map_err(|_| Error::corrupt(cf, "member is not UTF-8"))?;
                         let text = anchor_of_member(member);

@@ -205,6 +205,24 @@ pub enum DistinctKind {
     AnchorDomain = 3,
     /// External domain linked from the item's pages.
     OutDomain = 4,
+    /// Index level: a crawled domain served from an address (`ip \x01 domain`).
+    IpDomain = 5,
+    /// Index level: an address a domain was served from (`domain \x01 ip`).
+    DomainIp = 6,
+}
+
+impl DistinctKind {
+    pub(crate) fn from_u8(b: u8) -> Option<DistinctKind> {
+        Some(match b {
+            1 => DistinctKind::RefIp,
+            2 => DistinctKind::RefSubnet,
+            3 => DistinctKind::AnchorDomain,
+            4 => DistinctKind::OutDomain,
+            5 => DistinctKind::IpDomain,
+            6 => DistinctKind::DomainIp,
+            _ => return None,
+        })
+    }
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ mod read_view;
 mod record;
 mod store;
 mod views;
+pub use views::ip_member;
 mod writer;
 
 pub use aggregate::{AnchorText, Counters, RefDomain};

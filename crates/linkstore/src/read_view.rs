@@ -4,13 +4,15 @@ use crate::aggregate::{AnchorText, Counters, RefDomain, TimelineDelta};
 use crate::error::{Error, Result};
 use crate::flow_update::TOP_PAGE_VERSION;
 use crate::item::{host_of, root_domain, Item};
-use crate::keys::{generation_item_prefix, metrics_key, top_page_flow, url_key, ItemHasher};
+use crate::keys::{
+    generation_item_prefix, metrics_key, top_page_flow, url_key, DistinctKind, ItemHasher,
+};
 use crate::metrics::ItemMetrics;
 use crate::page::PageState;
 use crate::record::{FlowPair, LinkRecord};
 use crate::store::{
-    cf_handle, prefix_successor, CF_ANCHORS_RANKED, CF_BACKLINKS, CF_COUNTERS, CF_LINKS,
-    CF_METRICS, CF_PAGES, CF_REFDOMAINS, CF_REFDOMAINS_RANKED, CF_TIMELINE, CF_TOP_PAGES,
+    cf_handle, prefix_successor, CF_ANCHORS_RANKED, CF_BACKLINKS, CF_COUNTERS, CF_DISTINCT,
+    CF_LINKS, CF_METRICS, CF_PAGES, CF_REFDOMAINS, CF_REFDOMAINS_RANKED, CF_TIMELINE, CF_TOP_PAGES,
 };
 use rocksdb::{ColumnFamily, Direction, IteratorMode, ReadOptions, DB};
 use std::collections::HashMap;
@@ -298,6 +300,68 @@ impl ReadView {
         }
         it.status()?;
         Ok((pages, Some(seen)))
+    }
+
+    /// Members of the whole index's `kind` distinct rows that start with `prefix`, with
+    /// their reference counts, in member order; at most `limit`.
+    fn index_members(
+        &self,
+        kind: DistinctKind,
+        prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<(String, i64)>> {
+        let mut lower = self.hasher.item_key(&Item::index());
+        let member_at = lower.len() + 1;
+        lower.push(kind as u8);
+        lower.extend_from_slice(prefix.as_bytes());
+        let mut opts = self.opts();
+        if let Some(upper) = prefix_successor(&lower) {
+            opts.set_iterate_upper_bound(upper);
+        }
+        let mut it = self.db.raw_iterator_cf_opt(self.cf(CF_DISTINCT), opts);
+        it.seek(&lower);
+        let mut out = Vec::new();
+        while let (Some(key), Some(value)) = (it.key(), it.value()) {
+            if out.len() == limit {
+                break;
+            }
+            let member = key
+                .get(member_at..key.len().saturating_sub(1))
+                .and_then(|m| std::str::from_utf8(m).ok())
+                .ok_or_else(|| Error::corrupt(CF_DISTINCT, "member is not UTF-8"))?;
+            let count = crate::codec::Reader::new(value, CF_DISTINCT).ivarint()?;
+            out.push((member.to_string(), count));
+            it.next();
+        }
+        it.status()?;
+        Ok(out)
+    }
+
+    /// The addresses a root domain's crawled pages were served from, each with the live
+    /// links of those pages, most first.
+    pub fn domain_addresses(&self, domain: &str) -> Result<Vec<(String, i64)>> {
+        let mut ips: Vec<(String, i64)> = self
+            .index_members(DistinctKind::DomainIp, &format!("{domain}\u{1}"), 1_000)?
+            .into_iter()
+            .map(|(m, n)| (m[domain.len() + 1..].to_string(), n))
+            .collect();
+        ips.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        Ok(ips)
+    }
+
+    /// Root domains served from addresses starting with `prefix` (an address followed by
+    /// `\x01` for one address; `a.b.c.` for an IPv4 /24; the first three groups and a
+    /// colon of [`crate::views::ip_member`]'s IPv6 form for a /48): `(domain, address,
+    /// live links)`, at most `limit` rows read.
+    pub fn hosted_domains(&self, prefix: &str, limit: usize) -> Result<Vec<(String, String, i64)>> {
+        Ok(self
+            .index_members(DistinctKind::IpDomain, prefix, limit)?
+            .into_iter()
+            .filter_map(|(m, n)| {
+                let (ip, domain) = m.split_once('\u{1}')?;
+                Some((domain.to_string(), ip.to_string(), n))
+            })
+            .collect())
     }
 
     /// Referring domains of an item, most backlinks first.

@@ -25,9 +25,6 @@ struct Published {
 
 /// Version of the key layout and column-family set, stored under `meta/format`.
 pub const FORMAT_VERSION: u8 = 6;
-/// The one earlier version opened in place: format 6 only adds the `top_pages` column
-/// family (filled by the next flow build), which opening a format-5 store creates.
-const UPGRADES_FROM: u8 = 5;
 
 pub(crate) const CF_META: &str = "meta";
 pub(crate) const CF_LINKS: &str = "links";
@@ -148,7 +145,7 @@ pub(crate) fn cf_options(name: &str, cache: Option<&Cache>) -> Options {
 /// the store at `path`.
 fn hash_bits_of_format(path: &Path, format: &[u8]) -> Result<u8> {
     match format {
-        [FORMAT_VERSION | UPGRADES_FROM, bits] => Ok(*bits),
+        [FORMAT_VERSION, bits] => Ok(*bits),
         _ => Err(Error::Version {
             path: path.to_path_buf(),
             found: format.first().copied().unwrap_or(0),
@@ -221,16 +218,7 @@ impl Store {
         let db = DB::open_cf_descriptors(&db_opts, &path, cfs)?;
         let meta = db.cf_handle(CF_META).expect("meta CF opened above");
         let hash_bits = match db.get_cf(meta, b"format")? {
-            Some(v) => {
-                let bits = hash_bits_of_format(&path, &v)?;
-                if v[0] == UPGRADES_FROM {
-                    // The open above added the one column family format 5 lacks.
-                    let mut sync = rocksdb::WriteOptions::default();
-                    sync.set_sync(true);
-                    db.put_cf_opt(meta, b"format", [FORMAT_VERSION, bits], &sync)?;
-                }
-                bits
-            }
+            Some(v) => hash_bits_of_format(&path, &v)?,
             None => {
                 db.put_cf(meta, b"format", [FORMAT_VERSION, options.hash_bits])?;
                 options.hash_bits

@@ -106,6 +106,23 @@ pub(crate) fn contributions(
             item_key: index_key.clone(),
             delta,
         });
+        // Which domains are served from which addresses, counted by live links so a
+        // re-crawl from another address moves them (GetHostedDomains).
+        if let Some(ip) = rec.source_ip {
+            let ip = ip_member(ip);
+            out.push(Contribution::Distinct {
+                item_key: index_key.clone(),
+                kind: DistinctKind::IpDomain,
+                member: format!("{ip}\u{1}{source_domain}"),
+                sign,
+            });
+            out.push(Contribution::Distinct {
+                item_key: index_key.clone(),
+                kind: DistinctKind::DomainIp,
+                member: format!("{source_domain}\u{1}{ip}"),
+                sign,
+            });
+        }
     }
     if rec.is_internal() {
         return;
@@ -202,17 +219,40 @@ pub(crate) fn contributions(
     }
 }
 
-/// The counters a distinct member feeds when it appears (`moved` = 1) or disappears
-/// (-1). `AnchorDomain` members feed their anchor row instead (`None` here).
-pub(crate) fn distinct_counters(kind: DistinctKind, moved: i64) -> Option<Counters> {
+/// What a distinct member's appearance (`moved` = 1) or disappearance (-1) changes.
+pub(crate) enum DistinctFeed {
+    /// The item's counters.
+    Counters(Counters),
+    /// The referring-domain count of the member's anchor row (`AnchorDomain`).
+    AnchorRefDomains,
+    /// Nothing: the rows themselves are the index (`IpDomain`, `DomainIp`).
+    Nothing,
+}
+
+pub(crate) fn distinct_feed(kind: DistinctKind, moved: i64) -> DistinctFeed {
     let mut c = Counters::default();
     match kind {
         DistinctKind::RefIp => c.ref_ips = moved,
         DistinctKind::RefSubnet => c.ref_subnets = moved,
         DistinctKind::OutDomain => c.out_domains_external = moved,
-        DistinctKind::AnchorDomain => return None,
+        DistinctKind::AnchorDomain => return DistinctFeed::AnchorRefDomains,
+        DistinctKind::IpDomain | DistinctKind::DomainIp => return DistinctFeed::Nothing,
     }
-    Some(c)
+    DistinctFeed::Counters(c)
+}
+
+/// An address as `IpDomain`/`DomainIp` members spell it: IPv4 dotted, IPv6 as eight
+/// groups of four hex digits, so that an address's /24 or /48 is a text prefix.
+pub fn ip_member(ip: IpAddr) -> String {
+    match ip.to_canonical() {
+        IpAddr::V4(a) => a.to_string(),
+        IpAddr::V6(a) => a
+            .segments()
+            .iter()
+            .map(|g| format!("{g:04x}"))
+            .collect::<Vec<_>>()
+            .join(":"),
+    }
 }
 
 /// The counters a referring-domain row feeds when it appears or empties (`any`) and

@@ -26,8 +26,8 @@ use crate::page::{day_of, PageCrawl, PageState};
 use crate::record::{FlowPair, LinkRecord};
 use crate::store::*;
 use crate::views::{
-    anchor_of_member, contributions, distinct_counters, domain_of_url, min_nonzero,
-    ref_domain_counters, Contribution,
+    anchor_of_member, contributions, distinct_feed, domain_of_url, min_nonzero,
+    ref_domain_counters, Contribution, DistinctFeed,
 };
 use rocksdb::{ReadOptions, WriteBatch};
 
@@ -344,12 +344,13 @@ impl<'a> Writer<'a> {
             } => {
                 let moved = self.bump_distinct(&item_key, kind, &member, sign)?;
                 if moved != 0 {
-                    match distinct_counters(kind, moved) {
-                        Some(delta) => self.add_counters(item_key, &delta),
-                        None => {
+                    match distinct_feed(kind, moved) {
+                        DistinctFeed::Counters(delta) => self.add_counters(item_key, &delta),
+                        DistinctFeed::AnchorRefDomains => {
                             let text = anchor_of_member(&member);
                             self.anchor_row(&item_key, text)?.ref_domains += moved;
                         }
+                        DistinctFeed::Nothing => {}
                     }
                 }
             }

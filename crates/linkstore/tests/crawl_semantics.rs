@@ -538,3 +538,62 @@ fn a_view_outlives_later_publishes_unchanged() {
     let b = Item::parse("b.com").unwrap();
     assert_eq!(store.read().counters(&b).unwrap().unwrap().ext_backlinks, 2);
 }
+
+#[test]
+fn hosted_domains_follow_the_address_of_each_domains_latest_crawl() {
+    for bits in [64, 2] {
+        let (_dir, store) = open(bits);
+        let at = |url: &str, t: i64, ip: &str| PageCrawl {
+            ip: Some(ip.parse().unwrap()),
+            ..html(url, t, vec![link("http://t.org/", "x")])
+        };
+        apply_all(
+            &store,
+            &[
+                at("http://www.a.com/", T0, "192.0.2.7"),
+                at("http://blog.a.com/", T0, "192.0.2.7"),
+                at("http://b.net/", T0, "192.0.2.7"),
+                at("http://c.org/", T0, "192.0.2.99"),
+                at("http://d.io/", T0, "2001:db8::1"),
+            ],
+        );
+        let view = store.read();
+        let on = |prefix: &str| -> Vec<String> {
+            let mut d: Vec<String> = view
+                .hosted_domains(prefix, 100)
+                .unwrap()
+                .into_iter()
+                .map(|(d, _, _)| d)
+                .collect();
+            d.sort();
+            d
+        };
+        assert_eq!(on("192.0.2.7\u{1}"), ["a.com", "b.net"], "bits {bits}");
+        assert_eq!(on("192.0.2."), ["a.com", "b.net", "c.org"]);
+        assert_eq!(
+            view.domain_addresses("a.com").unwrap(),
+            [("192.0.2.7".to_string(), 2)]
+        );
+        let v6 = linkstore::ip_member("2001:db8::1".parse().unwrap());
+        assert_eq!(v6, "2001:0db8:0000:0000:0000:0000:0000:0001");
+        assert_eq!(on(&v6[..15]), ["d.io"]);
+        drop(view);
+
+        // b.net moves: re-crawled from another address, it leaves the old one.
+        apply_all(&store, &[at("http://b.net/", T0 + DAY, "198.51.100.1")]);
+        let view = store.read();
+        let on = |prefix: &str| -> Vec<String> {
+            view.hosted_domains(prefix, 100)
+                .unwrap()
+                .into_iter()
+                .map(|(d, _, _)| d)
+                .collect()
+        };
+        assert_eq!(on("192.0.2.7\u{1}"), ["a.com"]);
+        assert_eq!(on("198.51.100.1\u{1}"), ["b.net"]);
+        assert_eq!(
+            view.domain_addresses("b.net").unwrap(),
+            [("198.51.100.1".to_string(), 1)]
+        );
+    }
+}

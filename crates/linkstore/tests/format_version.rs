@@ -1,6 +1,5 @@
 //! A store written in another format is refused, with a message that names it and says
-//! how to rebuild it, and is left exactly as it was; format 5, which lacks only a column
-//! family, is upgraded in place.
+//! how to rebuild it, and is left exactly as it was.
 
 use linkstore::{Store, StoreOptions, FORMAT_VERSION};
 use rocksdb::{Options, DB};
@@ -16,17 +15,23 @@ fn older_store(path: &std::path::Path, version: u8) {
 }
 
 #[test]
-fn a_format_4_store_is_refused_untouched_with_how_to_rebuild_it() {
+fn older_formats_are_refused_untouched_with_how_to_rebuild_them() {
+    for version in [4, 5] {
+        refused_untouched(version);
+    }
+}
+
+fn refused_untouched(version: u8) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("historic");
-    older_store(&path, 4);
+    older_store(&path, version);
     let before = DB::list_cf(&Options::default(), &path).unwrap();
 
     let err = Store::open(&path, &StoreOptions::default())
         .err()
-        .expect("a format-4 store is refused")
+        .expect("an older store is refused")
         .to_string();
-    assert!(err.contains("format version 4"), "{err}");
+    assert!(err.contains(&format!("format version {version}")), "{err}");
     assert!(err.contains(&format!("reads {FORMAT_VERSION}")), "{err}");
     assert!(err.contains("historic"), "names the store: {err}");
     assert!(err.contains("rebuild"), "says how to rebuild: {err}");
@@ -43,22 +48,4 @@ fn a_new_store_and_a_reopened_one_are_accepted() {
     drop(Store::open(dir.path(), &StoreOptions::default()).unwrap());
     let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
     assert!(store.is_empty().unwrap());
-}
-
-#[test]
-fn a_format_5_store_is_upgraded_in_place() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("historic");
-    older_store(&path, 5);
-    drop(Store::open(&path, &StoreOptions::default()).expect("format 5 opens"));
-    let cfs = DB::list_cf(&Options::default(), &path).unwrap();
-    assert!(cfs.iter().any(|c| c == "top_pages"), "{cfs:?}");
-    let db = DB::open_cf_for_read_only(&Options::default(), &path, &cfs, false).unwrap();
-    let meta = db.cf_handle("meta").unwrap();
-    assert_eq!(
-        db.get_cf(meta, b"format").unwrap(),
-        Some(vec![FORMAT_VERSION, 64])
-    );
-    drop(db);
-    drop(Store::open(&path, &StoreOptions::default()).expect("and reopens"));
 }

@@ -6,8 +6,8 @@ use crate::error::ApiError;
 use crate::params::Params;
 use accounts::{Accounts, ChargeError, Principal, UnitKind, Units};
 
-/// Analysis units of GetBackLinkData, GetNewLostBackLinks, GetTopPages and
-/// GetTopBackLinks.
+/// Analysis units of GetBackLinkData, GetNewLostBackLinks, GetTopPages, GetTopBackLinks
+/// and GetHostedDomains.
 pub const BACKLINK_ANALYSIS: u64 = 5_000;
 /// Analysis units of GetRefDomains, GetAnchorText, GetTopics, GetRefDomainInfo and
 /// GetNewLostBackLinkCalendar.

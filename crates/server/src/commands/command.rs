@@ -20,6 +20,7 @@ pub enum Command {
     GetBackLinksHistory,
     GetTopBackLinks,
     GetLinkProfile,
+    GetHostedDomains,
     GetSubscriptionInfo,
     GetIndexStats,
     DownloadBackLinks,
@@ -33,7 +34,7 @@ pub enum Command {
 }
 
 impl Command {
-    pub const ALL: [Command; 22] = [
+    pub const ALL: [Command; 23] = [
         Command::GetIndexItemInfo,
         Command::GetBackLinkData,
         Command::GetRefDomains,
@@ -46,6 +47,7 @@ impl Command {
         Command::GetBackLinksHistory,
         Command::GetTopBackLinks,
         Command::GetLinkProfile,
+        Command::GetHostedDomains,
         Command::GetSubscriptionInfo,
         Command::GetIndexStats,
         Command::DownloadBackLinks,
@@ -73,6 +75,7 @@ impl Command {
             Command::GetBackLinksHistory => "GetBackLinksHistory",
             Command::GetTopBackLinks => "GetTopBackLinks",
             Command::GetLinkProfile => "GetLinkProfile",
+            Command::GetHostedDomains => "GetHostedDomains",
             Command::GetSubscriptionInfo => "GetSubscriptionInfo",
             Command::GetIndexStats => "GetIndexStats",
             Command::DownloadBackLinks => "DownloadBackLinks",
@@ -113,7 +116,8 @@ impl Command {
             Command::GetBackLinkData
             | Command::GetNewLostBackLinks
             | Command::GetTopPages
-            | Command::GetTopBackLinks => analysis(BACKLINK_ANALYSIS),
+            | Command::GetTopBackLinks
+            | Command::GetHostedDomains => analysis(BACKLINK_ANALYSIS),
             Command::GetRefDomains
             | Command::GetAnchorText
             | Command::GetTopics

@@ -7,6 +7,7 @@ mod backlinks;
 mod command;
 mod filters;
 mod history;
+mod hosted_domains;
 mod item_info;
 mod link_profile;
 mod new_lost;
@@ -63,6 +64,7 @@ pub fn execute(
         Command::GetBackLinksHistory => history::get_back_links_history(ctx, p),
         Command::GetTopBackLinks => top_backlinks::get_top_back_links(ctx, p),
         Command::GetLinkProfile => link_profile::get_link_profile(ctx, p),
+        Command::GetHostedDomains => hosted_domains::get_hosted_domains(ctx, p),
         Command::GetSubscriptionInfo => subscription::get_subscription_info(ctx, caller, p),
         Command::GetIndexStats => subscription::get_index_stats(ctx, p),
         Command::CreateSubAccount => crate::resellers::create_sub_account(caller, p),
