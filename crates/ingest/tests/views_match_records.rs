@@ -89,7 +89,7 @@ fn check_item(store: &Store, item: &Item, first_day_exact: bool) {
 
     let mut by_anchor: BTreeMap<String, (i64, BTreeSet<String>)> = BTreeMap::new();
     for r in &rows {
-        let e = by_anchor.entry(r.anchor_text.clone()).or_default();
+        let e = by_anchor.entry(r.anchor_text.to_lowercase()).or_default();
         e.0 += 1;
         e.1.insert(domain(&r.source_url));
     }

@@ -5,6 +5,7 @@
 //! leave as records, counters and aggregates. On-disk layouts are in `docs/format.md`.
 
 mod aggregate;
+mod anchor_query;
 pub mod build;
 mod codec;
 mod crawl;
@@ -22,6 +23,7 @@ pub use views::ip_member;
 mod writer;
 
 pub use aggregate::{AnchorText, Counters, RefDomain};
+pub use anchor_query::{clean_anchor, AnchorFilter, AnchorPage, AnchorQuery, ANCHOR_SCAN_LIMIT};
 pub use error::{Error, Result};
 pub use flow_update::{FlowUpdate, FlowUpdateReport};
 pub use item::{host_of, normalize_host, normalize_url, root_domain, Item, Level, MAX_URL_LEN};

@@ -11,12 +11,14 @@ use crate::metrics::ItemMetrics;
 use crate::page::PageState;
 use crate::record::{FlowPair, LinkRecord};
 use crate::store::{
-    cf_handle, prefix_successor, CF_ANCHORS_RANKED, CF_BACKLINKS, CF_COUNTERS, CF_DISTINCT,
-    CF_LINKS, CF_METRICS, CF_PAGES, CF_REFDOMAINS, CF_REFDOMAINS_RANKED, CF_TIMELINE, CF_TOP_PAGES,
+    cf_handle, prefix_successor, CF_ANCHORS, CF_ANCHORS_RANKED, CF_BACKLINKS, CF_COUNTERS,
+    CF_DISTINCT, CF_LINKS, CF_METRICS, CF_PAGES, CF_REFDOMAINS, CF_REFDOMAINS_RANKED, CF_TIMELINE,
+    CF_TOP_PAGES,
 };
 use rocksdb::{ColumnFamily, Direction, IteratorMode, ReadOptions, DB};
 use std::collections::HashMap;
 use std::sync::Arc;
+use xxhash_rust::xxh3::xxh3_64;
 
 /// The most rows one backlink read returns (Majestic's `Count` limit).
 pub const MAX_BACKLINK_COUNT: usize = 50_000;
@@ -185,9 +187,25 @@ impl ReadView {
         if count == 0 {
             return Ok(rows);
         }
+        self.for_each_backlink(item, q, |rec| {
+            rows.push(rec);
+            rows.len() < count
+        })?;
+        Ok(rows)
+    }
+
+    /// Visits the backlinks [`ReadView::backlinks`] would return, without its row limit
+    /// (`q.count` is ignored), until `visit` returns false: exports stream through this.
+    pub fn for_each_backlink(
+        &self,
+        item: &Item,
+        q: &BacklinkQuery,
+        mut visit: impl FnMut(LinkRecord) -> bool,
+    ) -> Result<()> {
         let ref_domain = q.ref_domain.as_deref().map(str::to_ascii_lowercase);
-        let mut per_domain: HashMap<String, usize> = HashMap::new();
-        let mut per_source: HashMap<String, usize> = HashMap::new();
+        // Links kept per referring domain and per source URL, by hash: 16 bytes each.
+        let mut per_domain: HashMap<u64, usize> = HashMap::new();
+        let mut per_source: HashMap<u64, usize> = HashMap::new();
         let mut skipped = 0usize;
         self.scan_backlinks(item, |rec| {
             if q.exclude_deleted && rec.is_deleted() {
@@ -204,14 +222,16 @@ impl ReadView {
                 return true;
             }
             if let Some(max) = q.max_per_ref_domain {
-                let n = per_domain.entry(domain.to_string()).or_default();
+                let n = per_domain.entry(xxh3_64(domain.as_bytes())).or_default();
                 if *n >= max {
                     return true;
                 }
                 *n += 1;
             }
             if let Some(max) = q.max_per_source_url {
-                let n = per_source.entry(rec.source_url.clone()).or_default();
+                let n = per_source
+                    .entry(xxh3_64(rec.source_url.as_bytes()))
+                    .or_default();
                 if *n >= max {
                     return true;
                 }
@@ -221,10 +241,8 @@ impl ReadView {
                 skipped += 1;
                 return true;
             }
-            rows.push(rec);
-            rows.len() < count
-        })?;
-        Ok(rows)
+            visit(rec)
+        })
     }
 
     /// Visits the item's backlinks in key order until `visit` returns false.
@@ -381,6 +399,41 @@ impl ReadView {
     /// Anchor texts of an item, most referring domains first.
     pub fn anchors(&self, item: &Item, from: usize, count: usize) -> Result<Vec<AnchorText>> {
         self.ranked(item, CF_ANCHORS_RANKED, from, count, AnchorText::decode)
+    }
+
+    /// One anchor text's aggregate for an item (anchors are stored lower-cased).
+    pub fn anchor(&self, item: &Item, text: &str) -> Result<Option<AnchorText>> {
+        let key = crate::keys::member_key(&self.hasher.item_key(item), text);
+        self.db
+            .get_pinned_cf_opt(self.cf(CF_ANCHORS), key, &self.opts())?
+            .map(|v| AnchorText::decode(&v))
+            .transpose()
+    }
+
+    /// Visits an item's anchors by referring domains, then links, until `visit` returns
+    /// false.
+    pub(crate) fn scan_ranked_anchors(
+        &self,
+        item: &Item,
+        mut visit: impl FnMut(AnchorText) -> bool,
+    ) -> Result<()> {
+        let prefix = self.hasher.item_key(item);
+        let mut opts = self.opts();
+        if let Some(upper) = prefix_successor(&prefix) {
+            opts.set_iterate_upper_bound(upper);
+        }
+        let mut it = self
+            .db
+            .raw_iterator_cf_opt(self.cf(CF_ANCHORS_RANKED), opts);
+        it.seek(&prefix);
+        while let Some(value) = it.value() {
+            if !visit(AnchorText::decode(value)?) {
+                return Ok(());
+            }
+            it.next();
+        }
+        it.status()?;
+        Ok(())
     }
 
     fn ranked<T>(

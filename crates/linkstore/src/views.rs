@@ -153,7 +153,10 @@ pub(crate) fn contributions(
         delta,
     });
 
-    let anchor_domain = format!("{}\u{1}{}", rec.anchor_text, source_domain);
+    // Anchor views hold the lower-cased text (Majestic's GetAnchorText form), so case
+    // variants share one row and their referring domains are counted exactly.
+    let anchor = rec.anchor_text.to_lowercase();
+    let anchor_domain = format!("{anchor}\u{1}{source_domain}");
     for item in Item::levels_of_url(&rec.target_url) {
         let hash = hasher.hash(item.level, &item.name);
         out.push(Contribution::Backlink {
@@ -192,7 +195,7 @@ pub(crate) fn contributions(
         });
         out.push(Contribution::Anchor {
             item_key: item_key.clone(),
-            text: rec.anchor_text.clone(),
+            text: anchor.clone(),
             sign,
             deleted: delta.deleted_links,
             nofollow: delta.nofollow_links,

@@ -597,3 +597,93 @@ fn hosted_domains_follow_the_address_of_each_domains_latest_crawl() {
         );
     }
 }
+
+#[test]
+fn anchor_queries_page_filter_and_merge_case_variants_exactly() {
+    use linkstore::{AnchorFilter, AnchorQuery};
+    let (_dir, store) = open(64);
+    let mut crawls = Vec::new();
+    // "Click Here" and "click here" from the same 5 domains (one row, 5 domains); "Shop!"
+    // and "shop" from 3 other domains each; "deep" from 1.
+    for i in 0..5 {
+        crawls.push(html(
+            &format!("http://a{i}.com/"),
+            T0,
+            vec![link("http://t.com/", "Click Here")],
+        ));
+        crawls.push(html(
+            &format!("http://a{i}.com/2"),
+            T0,
+            vec![link("http://t.com/", "click here")],
+        ));
+    }
+    for i in 0..3 {
+        crawls.push(html(
+            &format!("http://b{i}.com/"),
+            T0,
+            vec![link("http://t.com/", "Shop!")],
+        ));
+        crawls.push(html(
+            &format!("http://c{i}.com/"),
+            T0,
+            vec![link("http://t.com/", "shop")],
+        ));
+    }
+    crawls.push(html(
+        "http://d.com/",
+        T0,
+        vec![link("http://t.com/", "deep")],
+    ));
+    apply_all(&store, &crawls);
+    let view = store.read();
+    let item = Item::parse("t.com").unwrap();
+    let q = |from, count, filter, cleaned| AnchorQuery {
+        from,
+        count,
+        filter,
+        cleaned,
+    };
+    let texts = |p: &linkstore::AnchorPage| -> Vec<(String, i64, i64)> {
+        p.rows
+            .iter()
+            .map(|a| (a.text.clone(), a.ref_domains, a.links))
+            .collect()
+    };
+    let all = view.anchor_texts(&item, &q(0, 10, None, false)).unwrap();
+    assert_eq!(
+        texts(&all),
+        [
+            ("click here".to_string(), 5, 10),
+            ("shop".to_string(), 3, 3),
+            ("shop!".to_string(), 3, 3),
+            ("deep".to_string(), 1, 1)
+        ]
+    );
+    assert_eq!(all.total, Some(4));
+    let page = view.anchor_texts(&item, &q(1, 2, None, false)).unwrap();
+    assert_eq!(texts(&page), texts(&all)[1..3]);
+    assert_eq!(page.total, Some(4));
+    let exact = AnchorFilter::Exact("CLICK HERE".into());
+    let one = view
+        .anchor_texts(&item, &q(0, 10, Some(exact), false))
+        .unwrap();
+    assert_eq!(
+        (texts(&one), one.total),
+        (texts(&all)[..1].to_vec(), Some(1))
+    );
+    let contains = AnchorFilter::Contains("sho".into());
+    let some = view
+        .anchor_texts(&item, &q(0, 1, Some(contains), false))
+        .unwrap();
+    assert_eq!((some.rows.len(), some.total), (1, Some(2)));
+    // Cleaned: "shop!" and "shop" merge, their domains a lower bound (here disjoint: 3).
+    let cleaned = view.anchor_texts(&item, &q(0, 10, None, true)).unwrap();
+    assert_eq!(
+        texts(&cleaned),
+        [
+            ("click here".to_string(), 5, 10),
+            ("shop".to_string(), 3, 6),
+            ("deep".to_string(), 1, 1)
+        ]
+    );
+}

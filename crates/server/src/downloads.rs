@@ -15,7 +15,7 @@ use accounts::Units;
 use flate2::write::GzEncoder;
 use flate2::Compression;
 use indexes::IndexKind;
-use linkstore::{format_day, Item, LinkRecord, ReadView, Store};
+use linkstore::{format_day, BacklinkQuery, Item, LinkRecord, ReadView, Store};
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -344,33 +344,26 @@ fn export(
     };
     let mut failure: Option<String> = None;
     let flag = |b: bool| if b { "1" } else { "" };
-    // Links kept per referring domain, by the domain's hash: 16 bytes per domain.
-    let mut per_domain: HashMap<u64, u8> = HashMap::new();
+    let q = match what {
+        Export::BackLinks => BacklinkQuery::default(),
+        Export::RefDomainBackLinks {
+            per_domain,
+            exclude_deleted,
+        } => BacklinkQuery {
+            exclude_deleted,
+            max_per_ref_domain: Some(usize::from(per_domain)),
+            ..Default::default()
+        },
+    };
     // One view for the whole export: every row and topic from the same published state.
     let view = store.read();
-    view.scan_backlinks(item, |r: LinkRecord| {
+    view.for_each_backlink(item, &q, |r: LinkRecord| {
         if cancel.load(Ordering::Relaxed) {
             failure = Some("deleted while running".into());
             return false;
         }
         let host = linkstore::host_of(&r.source_url);
         let domain = linkstore::root_domain(host).unwrap_or(host).to_string();
-        if let Export::RefDomainBackLinks {
-            per_domain: cap,
-            exclude_deleted,
-        } = what
-        {
-            if exclude_deleted && r.is_deleted() {
-                return true;
-            }
-            let kept = per_domain
-                .entry(xxhash_rust::xxh3::xxh3_64(domain.as_bytes()))
-                .or_default();
-            if *kept >= cap {
-                return true;
-            }
-            *kept += 1;
-        }
         let result = (|| -> Result<(), String> {
             let src_topic = r
                 .source_topics

@@ -8,7 +8,7 @@ use crate::context::Context;
 use crate::envelope::Reply;
 use crate::error::ApiError;
 use crate::params::Params;
-use linkstore::MAX_BACKLINK_COUNT;
+use linkstore::{AnchorFilter, AnchorQuery, MAX_BACKLINK_COUNT};
 
 table_row! {
     /// A Mode 0 `AnchorText` row.
@@ -36,15 +36,10 @@ table_row! {
 /// Anchor text as GetAnchorText's `TextMode` shows it: lower-cased (0), or also with
 /// punctuation and separators removed (1).
 fn anchor_form(text: &str, mode: i64) -> String {
-    let lower = text.to_lowercase();
     if mode == 1 {
-        let cleaned: String = lower
-            .chars()
-            .map(|c| if c.is_alphanumeric() { c } else { ' ' })
-            .collect();
-        cleaned.split_whitespace().collect::<Vec<_>>().join(" ")
+        linkstore::clean_anchor(text)
     } else {
-        lower
+        text.to_lowercase()
     }
 }
 
@@ -74,43 +69,24 @@ pub(super) fn get_anchor_text(ctx: &Context, p: &Params) -> Result<Reply, ApiErr
     ctx.globals(&mut reply, kind, &store)?;
     let mut t = match mode {
         0 => {
-            // Group stored anchors by their shown form (stored anchors keep their case).
-            let mut grouped: Vec<(String, linkstore::AnchorText)> = Vec::new();
-            let mut index: std::collections::HashMap<String, usize> = Default::default();
-            for a in view.anchors(&item, 0, 100_000).map_err(internal)? {
-                let form = anchor_form(&a.text, text_mode);
-                if !matches(&form) {
-                    continue;
-                }
-                match index.get(&form) {
-                    Some(&i) => {
-                        let g = &mut grouped[i].1;
-                        g.links += a.links;
-                        g.deleted_links += a.deleted_links;
-                        g.nofollow_links += a.nofollow_links;
-                        // Referring domains of merged variants may overlap: the largest is a lower bound.
-                        g.ref_domains = g.ref_domains.max(a.ref_domains);
-                    }
-                    None => {
-                        index.insert(form.clone(), grouped.len());
-                        grouped.push((form, a));
-                    }
-                }
-            }
-            grouped.sort_by(|a, b| {
-                b.1.ref_domains
-                    .cmp(&a.1.ref_domains)
-                    .then(b.1.links.cmp(&a.1.links))
-                    .then(a.0.cmp(&b.0))
-            });
-            let total = grouped.len();
+            let q = AnchorQuery {
+                from,
+                count,
+                filter: filter.clone().and_then(|f| match filter_mode {
+                    1 => Some(AnchorFilter::Exact(f)),
+                    2 => Some(AnchorFilter::Contains(f)),
+                    _ => None,
+                }),
+                cleaned: text_mode == 1,
+            };
+            let page = view.anchor_texts(&item, &q).map_err(internal)?;
             let mut t = AnchorRow::table("AnchorText");
             let m = view.metrics(&item).map_err(internal)?.unwrap_or_default();
-            for (form, a) in grouped.iter().skip(from).take(count) {
+            for a in &page.rows {
                 // Estimated flows: the item's own flows, scaled by the anchor's followed share.
                 let followed = (a.links - a.nofollow_links).max(0) as f64 / a.links.max(1) as f64;
                 t.add(AnchorRow {
-                    anchor_text: form.clone(),
+                    anchor_text: a.text.clone(),
                     ref_domains: a.ref_domains,
                     total_links: a.links,
                     deleted_links: a.deleted_links,
@@ -126,7 +102,7 @@ pub(super) fn get_anchor_text(ctx: &Context, p: &Params) -> Result<Reply, ApiErr
             }
             t.param("MaxTopics", 10);
             t.param("TopicsCount", 3);
-            t.param("TotalResults", total as i64);
+            t.param("TotalResults", page.total.map_or(-1, |n| n as i64));
             t
         }
         1 | 2 => {
