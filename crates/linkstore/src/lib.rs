@@ -17,6 +17,7 @@ mod metrics;
 mod page;
 mod read_view;
 mod record;
+mod ref_domain_query;
 mod store;
 mod views;
 pub use views::ip_member;
@@ -35,6 +36,9 @@ pub use page::{
 pub use read_view::{BacklinkQuery, ReadView, TimelinePoint, TopPage, MAX_BACKLINK_COUNT};
 pub use record::{
     flags, FlowPair, LinkKind, LinkRecord, LostReason, SourceOutlinks, SOURCE_TOPICS, TARGET_TOPICS,
+};
+pub use ref_domain_query::{
+    RefDomainMatch, RefDomainOrder, RefDomainPage, RefDomainQuery, MAX_ANALYSIS_DEPTH,
 };
 pub use store::{sibling_path, Store, StoreOptions, FORMAT_VERSION};
 pub use writer::{ApplyStats, ExpireStats, Writer};

@@ -396,6 +396,24 @@ impl ReadView {
             .transpose()
     }
 
+    /// Many referring domains' aggregates for one item, in one batched read.
+    pub fn ref_domains_many(
+        &self,
+        item: &Item,
+        domains: &[&str],
+    ) -> Result<Vec<Option<RefDomain>>> {
+        let item_key = self.hasher.item_key(item);
+        let keys: Vec<Vec<u8>> = domains
+            .iter()
+            .map(|d| crate::keys::member_key(&item_key, d))
+            .collect();
+        self.db
+            .batched_multi_get_cf_opt(self.cf(CF_REFDOMAINS), &keys, false, &self.opts())
+            .into_iter()
+            .map(|r| r?.map(|v| RefDomain::decode(&v)).transpose())
+            .collect()
+    }
+
     /// Anchor texts of an item, most referring domains first.
     pub fn anchors(&self, item: &Item, from: usize, count: usize) -> Result<Vec<AnchorText>> {
         self.ranked(item, CF_ANCHORS_RANKED, from, count, AnchorText::decode)

@@ -687,3 +687,81 @@ fn anchor_queries_page_filter_and_merge_case_variants_exactly() {
         ]
     );
 }
+
+#[test]
+fn referring_domains_of_several_items_carry_each_items_row() {
+    use linkstore::{RefDomainOrder, RefDomainQuery};
+    let (_dir, store) = open(64);
+    let mut crawls = Vec::new();
+    // a{i}.com links to t.com i+1 times; the even ones also link to u.com once.
+    for i in 0..6 {
+        let mut links: Vec<OutLink> = (0..=i)
+            .map(|n| link(&format!("http://t.com/{n}"), "x"))
+            .collect();
+        if i % 2 == 0 {
+            links.push(link("http://u.com/", "y"));
+        }
+        crawls.push(html(&format!("http://a{i}.com/"), T0, links));
+    }
+    apply_all(&store, &crawls);
+    let view = store.read();
+    let (t, u) = (Item::parse("t.com").unwrap(), Item::parse("u.com").unwrap());
+    let q = RefDomainQuery {
+        items: vec![t.clone(), u.clone()],
+        depth: 100,
+        from: 0,
+        count: 100,
+        order: vec![
+            (RefDomainOrder::Matches, true),
+            (RefDomainOrder::MatchedLinks, true),
+        ],
+        topic: None,
+    };
+    let page = view.ref_domain_matches(&q).unwrap();
+    assert_eq!((page.considered, page.matched), (6, 6));
+    let names: Vec<&str> = page.rows.iter().map(|r| r.domain.as_str()).collect();
+    assert_eq!(
+        names,
+        ["a4.com", "a2.com", "a0.com", "a5.com", "a3.com", "a1.com"]
+    );
+    for r in &page.rows {
+        for (i, item) in [&t, &u].into_iter().enumerate() {
+            let stored = view
+                .ref_domain(item, &r.domain)
+                .unwrap()
+                .unwrap_or_default();
+            assert_eq!(r.per_item[i], stored, "{} {}", r.domain, item.name);
+        }
+    }
+    // Depth bounds each item's candidates; paging walks the same order.
+    let shallow = view
+        .ref_domain_matches(&RefDomainQuery {
+            depth: 1,
+            ..q.clone()
+        })
+        .unwrap();
+    assert_eq!(shallow.considered, 2, "t.com's and u.com's strongest");
+    let second = view
+        .ref_domain_matches(&RefDomainQuery {
+            from: 1,
+            count: 2,
+            ..q.clone()
+        })
+        .unwrap();
+    assert_eq!(
+        second
+            .rows
+            .iter()
+            .map(|r| r.domain.as_str())
+            .collect::<Vec<_>>(),
+        names[1..3]
+    );
+    // No flows computed here: a topic filter matches nothing.
+    let topical = view
+        .ref_domain_matches(&RefDomainQuery {
+            topic: Some("News".into()),
+            ..q
+        })
+        .unwrap();
+    assert_eq!((topical.considered, topical.matched), (6, 0));
+}

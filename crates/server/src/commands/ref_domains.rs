@@ -6,7 +6,7 @@ use crate::context::Context;
 use crate::envelope::{Reply, Value};
 use crate::error::ApiError;
 use crate::params::Params;
-use linkstore::{Counters, Item, ItemMetrics, RefDomain, MAX_BACKLINK_COUNT};
+use linkstore::{RefDomainOrder, RefDomainQuery, MAX_ANALYSIS_DEPTH, MAX_BACKLINK_COUNT};
 
 table_row! {
     /// A `Request` row: one per requested item.
@@ -54,83 +54,50 @@ table_row! {
     }
 }
 
-/// A referring domain with what every requested item gets from it.
-struct Candidate {
-    domain: String,
-    per_item: Vec<RefDomain>,
-    counters: Counters,
-    metrics: ItemMetrics,
-}
-
-/// What a sort key orders by (`OrderBy<n>` codes of the reference).
-#[derive(Clone, Copy)]
-enum SortKey {
-    Matches,
-    /// AlexaRank and FirstCrawled: not kept, so every domain ties.
-    Unknown,
-    RefDomains,
-    ExtBackLinks,
-    IndexedUrls,
-    CrawledUrls,
-    LastSuccessfulCrawl,
-    MatchedLinks,
-    CitationFlow,
-    TrustFlow,
-}
-
-impl SortKey {
-    fn of_code(code: i64) -> Option<SortKey> {
-        Some(match code {
-            0 => SortKey::Matches,
-            1 | 6 => SortKey::Unknown,
-            2 => SortKey::RefDomains,
-            3 => SortKey::ExtBackLinks,
-            4 => SortKey::IndexedUrls,
-            5 => SortKey::CrawledUrls,
-            7 => SortKey::LastSuccessfulCrawl,
-            11 => SortKey::MatchedLinks,
-            12 => SortKey::CitationFlow,
-            13 => SortKey::TrustFlow,
-            _ => return None,
-        })
-    }
-
-    fn value(self, r: &Candidate) -> i64 {
-        match self {
-            SortKey::Matches => r.per_item.iter().filter(|a| a.links > 0).count() as i64,
-            SortKey::MatchedLinks => r.per_item.iter().map(|a| a.links).sum(),
-            SortKey::Unknown => 0,
-            SortKey::RefDomains => r.counters.ref_domains,
-            SortKey::ExtBackLinks => r.counters.ext_backlinks,
-            SortKey::IndexedUrls => r.counters.indexed_urls,
-            SortKey::CrawledUrls => r.counters.crawled_urls,
-            SortKey::LastSuccessfulCrawl => r.counters.last_crawl_day,
-            SortKey::CitationFlow => i64::from(r.metrics.citation_flow),
-            SortKey::TrustFlow => i64::from(r.metrics.trust_flow),
-        }
-    }
+/// The sort key of an `OrderBy<n>` code of the reference; `None` for AlexaRank (1) and
+/// first crawled (6), which the index does not keep (every domain ties).
+fn sort_key(code: i64) -> Result<Option<RefDomainOrder>, ()> {
+    Ok(Some(match code {
+        0 => RefDomainOrder::Matches,
+        1 | 6 => return Ok(None),
+        2 => RefDomainOrder::RefDomains,
+        3 => RefDomainOrder::ExtBackLinks,
+        4 => RefDomainOrder::IndexedUrls,
+        5 => RefDomainOrder::CrawledUrls,
+        7 => RefDomainOrder::LastCrawl,
+        11 => RefDomainOrder::MatchedLinks,
+        12 => RefDomainOrder::CitationFlow,
+        13 => RefDomainOrder::TrustFlow,
+        _ => return Err(()),
+    }))
 }
 
 /// `OrderBy1`/`OrderDir1`, `OrderBy2`/`OrderDir2` (direction 0 ascending, 1 descending);
 /// by default matches, then matched links, both descending.
-fn order(p: &Params) -> Result<Vec<(SortKey, bool)>, ApiError> {
+fn order(p: &Params) -> Result<Vec<(RefDomainOrder, bool)>, ApiError> {
     let mut order = Vec::new();
+    let mut given = false;
     for n in 1..=2 {
         if let Some(code) = text_param(p, &format!("OrderBy{n}")) {
+            given = true;
             let code: i64 = code.parse().map_err(|_| {
                 ApiError::new("InvalidParameter", format!("OrderBy{n} must be a number"))
             })?;
-            let key = SortKey::of_code(code).ok_or_else(|| {
+            let key = sort_key(code).map_err(|()| {
                 ApiError::new(
                     "InvalidParameter",
                     format!("OrderBy{n}={code} is not a sort key (0-7, 11-13)"),
                 )
             })?;
-            order.push((key, p.int(&format!("OrderDir{n}"), 1)? != 0));
+            let desc = p.int(&format!("OrderDir{n}"), 1)? != 0;
+            order.extend(key.map(|k| (k, desc)));
         }
     }
-    if order.is_empty() {
-        order = vec![(SortKey::Matches, true), (SortKey::MatchedLinks, true)];
+    if !given {
+        order = vec![
+            (RefDomainOrder::Matches, true),
+            (RefDomainOrder::MatchedLinks, true),
+        ];
     }
     Ok(order)
 }
@@ -150,13 +117,11 @@ pub(super) fn get_ref_domains(ctx: &Context, p: &Params) -> Result<Reply, ApiErr
     items.truncate(MAX_ITEMS);
     let count = p.int("Count", 100)?.clamp(0, MAX_BACKLINK_COUNT as i64) as usize;
     let from = p.int("From", 0)?.max(0) as usize;
-    let depth = p.int("AnalysisDepth", 1000)?.clamp(1, 100_000) as usize;
-    let filter_topic = text_param(p, "FilterTopic");
+    let depth = p
+        .int("AnalysisDepth", 1000)?
+        .clamp(1, MAX_ANALYSIS_DEPTH as i64) as usize;
     let order = order(p)?;
-
     let mut request = RequestRow::table("Request");
-    // Candidates: the top `depth` referring domains of every item.
-    let mut candidates: std::collections::BTreeSet<String> = Default::default();
     for (i, (raw, item)) in items.iter().enumerate() {
         let c = view.counters(item).map_err(internal)?.unwrap_or_default();
         request.add(RequestRow {
@@ -166,45 +131,17 @@ pub(super) fn get_ref_domains(ctx: &Context, p: &Params) -> Result<Reply, ApiErr
             total_ref_domains: c.ref_domains,
             prefix_scan_mode: 0,
         });
-        for d in view.ref_domains(item, 0, depth).map_err(internal)? {
-            candidates.insert(d.domain);
-        }
     }
-    let considered = candidates.len();
-    let domains: Vec<Item> = candidates.into_iter().map(Item::domain).collect();
-    let counters = view.counters_many(&domains).map_err(internal)?;
-    let metrics = view.metrics_many(&domains).map_err(internal)?;
-    let mut rows = Vec::with_capacity(domains.len());
-    for ((d, c), m) in domains.iter().zip(counters).zip(metrics) {
-        let metrics = m.unwrap_or_default();
-        if filter_topic.is_some_and(|t| !metrics.topics.iter().any(|(n, _)| n == t)) {
-            continue;
-        }
-        let mut per_item = Vec::with_capacity(items.len());
-        for (_, item) in &items {
-            per_item.push(
-                view.ref_domain(item, &d.name)
-                    .map_err(internal)?
-                    .unwrap_or_default(),
-            );
-        }
-        rows.push(Candidate {
-            domain: d.name.clone(),
-            per_item,
-            counters: c.unwrap_or_default(),
-            metrics,
-        });
-    }
-    rows.sort_by(|a, b| {
-        for (key, desc) in &order {
-            let (x, y) = (key.value(a), key.value(b));
-            let o = if *desc { y.cmp(&x) } else { x.cmp(&y) };
-            if o.is_ne() {
-                return o;
-            }
-        }
-        a.domain.cmp(&b.domain)
-    });
+    let page = view
+        .ref_domain_matches(&RefDomainQuery {
+            items: items.iter().map(|(_, i)| i.clone()).collect(),
+            depth,
+            from,
+            count,
+            order,
+            topic: text_param(p, "FilterTopic").map(str::to_string),
+        })
+        .map_err(internal)?;
     let mut cols = RefDomainRow::columns();
     let global_width = cols.len();
     for (raw, _) in &items {
@@ -213,16 +150,15 @@ pub(super) fn get_ref_domains(ctx: &Context, p: &Params) -> Result<Reply, ApiErr
         cols.push(format!("LastLinkDate_{raw}"));
     }
     let mut t = crate::envelope::Table::new("Results", cols);
-    let matched = rows.len();
-    for (pos, r) in rows.iter().enumerate().skip(from).take(count) {
+    for (pos, r) in page.rows.iter().enumerate() {
         let c = &r.counters;
         let mut cells = Vec::with_capacity(t.columns.len());
         RefDomainRow {
-            position: pos as i64 + 1,
+            position: (from + pos) as i64 + 1,
             domain: r.domain.clone(),
             ref_domains: c.ref_domains,
-            matches: SortKey::Matches.value(r),
-            matched_links: SortKey::MatchedLinks.value(r),
+            matches: r.value(RefDomainOrder::Matches),
+            matched_links: r.value(RefDomainOrder::MatchedLinks),
             ext_backlinks: c.ext_backlinks,
             indexed_urls: c.indexed_urls,
             crawled_urls: c.crawled_urls,
@@ -250,8 +186,8 @@ pub(super) fn get_ref_domains(ctx: &Context, p: &Params) -> Result<Reply, ApiErr
     t.param("ColumnsPerRequestedDomain", 3);
     t.param("MaxRefDomainTopics", 10);
     t.param("RefDomainTopicsCount", 10);
-    t.param("TotalConsideredDomains", considered as i64);
-    t.param("TotalMatchedDomains", matched as i64);
+    t.param("TotalConsideredDomains", page.considered as i64);
+    t.param("TotalMatchedDomains", page.matched as i64);
     let mut reply = Reply::ok();
     ctx.globals(&mut reply, kind, &store)?;
     reply.global("Cmd", "GetRefDomains");
