@@ -1423,6 +1423,7 @@ fn documented_examples_answer_as_documented() {
         .unwrap();
     let lines: Vec<&str> = doc.lines().collect();
     let mut checked = 0;
+    let mut commands = std::collections::BTreeSet::new();
     for pair in lines.windows(2) {
         let (Some(target), Some(expected)) = (
             pair[0].strip_prefix("GET "),
@@ -1442,6 +1443,16 @@ fn documented_examples_answer_as_documented() {
             &r[..r.len().min(600)]
         );
         checked += 1;
+        if let Some(cmd) = target.split("cmd=").nth(1) {
+            commands.insert(cmd.split('&').next().unwrap().to_string());
+        }
     }
     assert!(checked >= 12, "only {checked} examples found");
+    for c in server::commands::Command::ALL {
+        assert!(
+            commands.contains(c.name()),
+            "docs/api.md has no example of {}",
+            c.name()
+        );
+    }
 }

@@ -7,10 +7,11 @@
 //! restart (a job that was running when the server stopped is marked failed).
 
 use crate::context::Context;
-use crate::envelope::{Reply, Table, Value};
+use crate::envelope::{Reply, Table};
 use crate::error::ApiError;
 use crate::metering::{self, Caller};
 use crate::params::Params;
+use crate::row::{table_row, Row};
 use accounts::Units;
 use flate2::write::GzEncoder;
 use flate2::Compression;
@@ -179,6 +180,40 @@ fn new_job_id() -> String {
         b = (now() as u128 ^ u128::from(std::process::id())).to_be_bytes();
     }
     b.iter().map(|x| format!("{x:02X}")).collect()
+}
+
+table_row! {
+    /// The one row of a queued job's answer.
+    pub struct QueuedRow {
+        job_id: String = "JobID",
+        status: i64 = "Status",
+    }
+}
+
+table_row! {
+    /// A `Downloads` row of GetDownloadsList.
+    pub struct JobRow {
+        description: String = "Description",
+        job_id: String = "JobID",
+        status: i64 = "Status",
+        created: String = "Created",
+        expires: String = "Expires",
+        last_updated: String = "LastUpdated",
+        file_size: i64 = "FileSize",
+        last_error: String = "LastError",
+        public_download_location: String = "PublicDownloadLocation",
+        analysis_progress_info: String = "AnalysisProgressInfo",
+    }
+}
+
+table_row! {
+    /// A `DeletionResults` row of DeleteDownloads.
+    pub struct DeletionRow {
+        download_job_id: String = "DownloadJobID",
+        result: &'static str = "Result",
+        description: String = "Description",
+        file_name: String = "FileName",
+    }
 }
 
 /// The download jobs of one server.
@@ -572,8 +607,11 @@ fn queue(
     ctx.globals(&mut reply, index, &store)?;
     reply.code = "QueuedForProcessing".into();
     reply.global("DownloadJobID", id.as_str());
-    let mut t = Table::new(what.command(), vec!["JobID".into(), "Status".into()]);
-    t.push(vec![id.into(), status::AWAITING_PROCESSING.into()]);
+    let mut t = QueuedRow::table(what.command());
+    t.add(QueuedRow {
+        job_id: id,
+        status: status::AWAITING_PROCESSING,
+    });
     reply.tables.push(t);
     Ok(reply)
 }
@@ -636,19 +674,7 @@ pub fn get_downloads_list(
         .get("DownloadJobID")
         .map(str::trim)
         .filter(|s| !s.is_empty());
-    let cols = [
-        "Description",
-        "JobID",
-        "Status",
-        "Created",
-        "Expires",
-        "LastUpdated",
-        "FileSize",
-        "LastError",
-        "PublicDownloadLocation",
-        "AnalysisProgressInfo",
-    ];
-    let mut t = Table::new("Downloads", cols.iter().map(|c| c.to_string()).collect());
+    let mut t = JobRow::table("Downloads");
     let jobs = downloads.jobs.lock().unwrap_or_else(|p| p.into_inner());
     let mine = |j: &&Job| j.account == caller.principal.account;
     if let Some(id) = only {
@@ -664,22 +690,22 @@ pub fn get_downloads_list(
         .filter(mine)
         .filter(|j| only.is_none_or(|id| id == j.id))
     {
-        t.push(vec![
-            format!("API Job: {} ({}) {}", j.export.command(), j.id, j.item).into(),
-            j.id.as_str().into(),
-            j.status.into(),
-            list_date(j.created).into(),
-            list_date(j.created + EXPIRY_SECONDS).into(),
-            list_date(j.updated).into(),
-            (j.file_size as i64).into(),
-            j.last_error.as_str().into(),
-            if status::has_file(j.status) {
-                Value::from(downloads.location(&j.file_name))
+        t.add(JobRow {
+            description: format!("API Job: {} ({}) {}", j.export.command(), j.id, j.item),
+            job_id: j.id.clone(),
+            status: j.status,
+            created: list_date(j.created),
+            expires: list_date(j.created + EXPIRY_SECONDS),
+            last_updated: list_date(j.updated),
+            file_size: j.file_size as i64,
+            last_error: j.last_error.clone(),
+            public_download_location: if status::has_file(j.status) {
+                downloads.location(&j.file_name)
             } else {
-                Value::empty()
+                String::new()
             },
-            format!("{} rows", j.rows).into(),
-        ]);
+            analysis_progress_info: format!("{} rows", j.rows),
+        });
     }
     drop(jobs);
     job_list_reply(ctx, t)
@@ -688,28 +714,21 @@ pub fn get_downloads_list(
 /// DeleteDownloads: removes jobs (aborting running ones) and their files.
 pub fn delete_downloads(ctx: &Context, caller: &Caller<'_>, p: &Params) -> Result<Reply, ApiError> {
     let ids = p.required("DownloadJobIDs")?;
-    let mut t = Table::new(
-        "DeletionResults",
-        ["DownloadJobID", "Result", "Description", "FileName"]
-            .iter()
-            .map(|c| c.to_string())
-            .collect(),
-    );
+    let mut t = DeletionRow::table("DeletionResults");
     for id in ids.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        match ctx.downloads.delete(id, caller.principal.account) {
-            Some(j) => t.push(vec![
-                id.into(),
-                "Deleted successfully.".into(),
-                format!("API Job: {} ({id}) {}", j.export.command(), j.item).into(),
-                j.file_name.into(),
-            ]),
-            None => t.push(vec![
-                id.into(),
-                "No such job.".into(),
-                Value::empty(),
-                Value::empty(),
-            ]),
-        }
+        t.add(match ctx.downloads.delete(id, caller.principal.account) {
+            Some(j) => DeletionRow {
+                download_job_id: id.to_string(),
+                result: "Deleted successfully.",
+                description: format!("API Job: {} ({id}) {}", j.export.command(), j.item),
+                file_name: j.file_name,
+            },
+            None => DeletionRow {
+                download_job_id: id.to_string(),
+                result: "No such job.",
+                ..Default::default()
+            },
+        });
     }
     job_list_reply(ctx, t)
 }

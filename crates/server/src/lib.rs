@@ -14,6 +14,7 @@ pub mod notify;
 mod openapp;
 pub mod params;
 mod resellers;
+mod row;
 
 pub use accounts;
 pub use context::Context;

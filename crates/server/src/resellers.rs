@@ -2,10 +2,11 @@
 //! customers, gives each an allowance carved out of its own, hands out their keys, and
 //! reads their usage. A reseller only ever sees and touches its own sub-accounts.
 
-use crate::envelope::{Reply, Table, Value};
+use crate::envelope::Reply;
 use crate::error::ApiError;
 use crate::metering::Caller;
 use crate::params::Params;
+use crate::row::{table_row, Row};
 use accounts::{Account, NewAccount, Units};
 
 const ALLOWANCE_PARAMS: [&str; 3] = [
@@ -65,12 +66,48 @@ fn allowance(p: &Params, default: Units) -> Result<Units, ApiError> {
     })
 }
 
-fn columns(names: &[&str]) -> Vec<String> {
-    names.iter().map(|c| c.to_string()).collect()
+fn int(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
 }
 
-fn int(n: u64) -> Value {
-    Value::Int(i64::try_from(n).unwrap_or(i64::MAX))
+table_row! {
+    /// The `SubAccount` row of a new sub-account, with its first key (shown once).
+    pub struct SubAccountRow {
+        account_id: i64 = "AccountID",
+        name: String = "Name",
+        index_item_info: i64 = "IndexItemInfoResUnits",
+        analysis: i64 = "AnalysisResUnits",
+        retrieval: i64 = "RetrievalResUnits",
+        api_key: String = "APIKey",
+    }
+}
+
+table_row! {
+    /// The `SubAccountKey` row: a further key of a sub-account.
+    pub struct SubAccountKeyRow {
+        account_id: i64 = "AccountID",
+        key_id: i64 = "KeyID",
+        api_key: String = "APIKey",
+    }
+}
+
+table_row! {
+    /// A `SubAccounts` row: allowance, use and what remains this period.
+    pub struct SubAccountsRow {
+        account_id: i64 = "AccountID",
+        name: String = "Name",
+        index_item_info: i64 = "IndexItemInfoResUnits",
+        analysis: i64 = "AnalysisResUnits",
+        retrieval: i64 = "RetrievalResUnits",
+        used_index_item_info: i64 = "UsedIndexItemInfoResUnits",
+        used_analysis: i64 = "UsedAnalysisResUnits",
+        used_retrieval: i64 = "UsedRetrievalResUnits",
+        remaining_index_item_info: i64 = "RemainingIndexItemInfoResUnits",
+        remaining_analysis: i64 = "RemainingAnalysisResUnits",
+        remaining_retrieval: i64 = "RemainingRetrievalResUnits",
+        period_starts: String = "PeriodStarts",
+        period_expires: String = "PeriodExpires",
+    }
 }
 
 /// CreateSubAccount: `Name` and the three allowances; answers with the new account and
@@ -89,25 +126,15 @@ pub fn create_sub_account(caller: &Caller<'_>, p: &Params) -> Result<Reply, ApiE
         .accounts
         .create_key(account.id, &[])
         .map_err(store_error)?;
-    let mut t = Table::new(
-        "SubAccount",
-        columns(&[
-            "AccountID",
-            "Name",
-            ALLOWANCE_PARAMS[0],
-            ALLOWANCE_PARAMS[1],
-            ALLOWANCE_PARAMS[2],
-            "APIKey",
-        ]),
-    );
-    t.push(vec![
-        account.id.into(),
-        account.name.as_str().into(),
-        int(account.allowance.index_item_info),
-        int(account.allowance.analysis),
-        int(account.allowance.retrieval),
-        key.into(),
-    ]);
+    let mut t = SubAccountRow::table("SubAccount");
+    t.add(SubAccountRow {
+        account_id: account.id,
+        name: account.name.clone(),
+        index_item_info: int(account.allowance.index_item_info),
+        analysis: int(account.allowance.analysis),
+        retrieval: int(account.allowance.retrieval),
+        api_key: key,
+    });
     let mut reply = Reply::ok();
     reply.tables.push(t);
     Ok(reply)
@@ -120,8 +147,12 @@ pub fn create_sub_account_key(caller: &Caller<'_>, p: &Params) -> Result<Reply, 
         .accounts
         .create_key(child.id, &[])
         .map_err(store_error)?;
-    let mut t = Table::new("SubAccountKey", columns(&["AccountID", "KeyID", "APIKey"]));
-    t.push(vec![child.id.into(), info.id.into(), key.into()]);
+    let mut t = SubAccountKeyRow::table("SubAccountKey");
+    t.add(SubAccountKeyRow {
+        account_id: child.id,
+        key_id: info.id,
+        api_key: key,
+    });
     let mut reply = Reply::ok();
     reply.tables.push(t);
     Ok(reply)
@@ -142,45 +173,28 @@ pub fn set_sub_account_allowance(caller: &Caller<'_>, p: &Params) -> Result<Repl
 /// period.
 pub fn get_sub_accounts(caller: &Caller<'_>) -> Result<Reply, ApiError> {
     let reseller = reseller(caller)?;
-    let mut t = Table::new(
-        "SubAccounts",
-        columns(&[
-            "AccountID",
-            "Name",
-            "IndexItemInfoResUnits",
-            "AnalysisResUnits",
-            "RetrievalResUnits",
-            "UsedIndexItemInfoResUnits",
-            "UsedAnalysisResUnits",
-            "UsedRetrievalResUnits",
-            "RemainingIndexItemInfoResUnits",
-            "RemainingAnalysisResUnits",
-            "RemainingRetrievalResUnits",
-            "PeriodStarts",
-            "PeriodExpires",
-        ]),
-    );
+    let mut t = SubAccountsRow::table("SubAccounts");
     for child in caller
         .accounts
         .accounts(Some(reseller.id))
         .map_err(store_error)?
     {
         let u = caller.accounts.usage(child.id).map_err(store_error)?;
-        t.push(vec![
-            child.id.into(),
-            child.name.as_str().into(),
-            int(child.allowance.index_item_info),
-            int(child.allowance.analysis),
-            int(child.allowance.retrieval),
-            int(u.used.index_item_info),
-            int(u.used.analysis),
-            int(u.used.retrieval),
-            int(u.remaining.index_item_info),
-            int(u.remaining.analysis),
-            int(u.remaining.retrieval),
-            crate::envelope::date_time(u.period.0).into(),
-            crate::envelope::date_time(u.period.1).into(),
-        ]);
+        t.add(SubAccountsRow {
+            account_id: child.id,
+            name: child.name.clone(),
+            index_item_info: int(child.allowance.index_item_info),
+            analysis: int(child.allowance.analysis),
+            retrieval: int(child.allowance.retrieval),
+            used_index_item_info: int(u.used.index_item_info),
+            used_analysis: int(u.used.analysis),
+            used_retrieval: int(u.used.retrieval),
+            remaining_index_item_info: int(u.remaining.index_item_info),
+            remaining_analysis: int(u.remaining.analysis),
+            remaining_retrieval: int(u.remaining.retrieval),
+            period_starts: crate::envelope::date_time(u.period.0),
+            period_expires: crate::envelope::date_time(u.period.1),
+        });
     }
     let mut reply = Reply::ok();
     reply.tables.push(t);

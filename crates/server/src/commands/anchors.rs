@@ -2,12 +2,12 @@
 //! backlinks (2) behind one anchor.
 
 use super::backlinks::BackLinkRow;
-use super::row::{table_row, NumText, Row, Topics};
 use super::{domain_of, internal, parse_item, text_param};
 use crate::context::Context;
 use crate::envelope::Reply;
 use crate::error::ApiError;
 use crate::params::Params;
+use crate::row::{table_row, NumText, Row, Topics};
 use linkstore::{AnchorFilter, AnchorQuery, MAX_BACKLINK_COUNT};
 
 table_row! {

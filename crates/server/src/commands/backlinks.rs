@@ -2,12 +2,12 @@
 //! and sort keys; and the `BackLinks` row every command that lists links shares.
 
 use super::filters::Filters;
-use super::row::{table_row, Date, Flag, Row, Topics, UnknownNumber, UnknownText};
 use super::{domain_of, internal, parse_item, psl_suffix, read_unique, text_param};
 use crate::context::Context;
-use crate::envelope::{Reply, Table, Value};
+use crate::envelope::{Reply, Table};
 use crate::error::ApiError;
 use crate::params::Params;
+use crate::row::{table_row, Date, Flag, Row, Topics, UnknownNumber, UnknownText};
 use linkstore::{
     BacklinkQuery, Counters, Item, LinkKind, LinkRecord, ReadView, MAX_BACKLINK_COUNT,
     SOURCE_TOPICS, TARGET_TOPICS,
@@ -90,6 +90,14 @@ impl BackLinkRow {
             source_topics: Topics(r.source_topics.clone()),
             ..Default::default()
         }
+    }
+}
+
+table_row! {
+    /// The `Statistics` row of a filtered GetBackLinkData: matches in the scanned window.
+    pub struct StatisticsRow {
+        matches: i64 = "Matches",
+        scanned: i64 = "Scanned",
     }
 }
 
@@ -321,11 +329,11 @@ pub(super) fn get_back_link_data(ctx: &Context, p: &Params) -> Result<Reply, Api
         reply.tables.push(domains_info(&view, &domain_ids)?);
     }
     if row_filter {
-        let mut stats = Table::new("Statistics", vec!["Matches".into(), "Scanned".into()]);
-        stats.push(vec![
-            Value::Int(window_matches as i64),
-            Value::Int(scanned.len() as i64),
-        ]);
+        let mut stats = StatisticsRow::table("Statistics");
+        stats.add(StatisticsRow {
+            matches: window_matches as i64,
+            scanned: scanned.len() as i64,
+        });
         reply.tables.push(stats);
     }
     Ok(reply)

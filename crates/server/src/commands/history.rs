@@ -1,12 +1,12 @@
 //! GetBackLinksHistory: links (and referring domains) an item gained and lost over time,
 //! by month in the historic index and by day in the fresh one, for up to 5 items.
 
-use super::row::{table_row, Date, Row};
 use super::{internal, items_up_to, text_param};
 use crate::context::Context;
 use crate::envelope::Reply;
 use crate::error::ApiError;
 use crate::params::Params;
+use crate::row::{table_row, Date, Row};
 use indexes::IndexKind;
 use linkstore::{format_day, parse_day, Item, ReadView};
 use std::collections::BTreeMap;

@@ -1,12 +1,12 @@
 //! GetHostedDomains: the domains served from the same address, and from the same /24
 //! (IPv4) or /48 (IPv6) subnet, as a domain (or a given address).
 
-use super::row::{table_row, Row, Topics};
 use super::{internal, parse_item};
 use crate::context::Context;
 use crate::envelope::{Reply, Table};
 use crate::error::ApiError;
 use crate::params::Params;
+use crate::row::{table_row, Row, Topics};
 use linkstore::{ip_member, Item, ReadView};
 use std::collections::BTreeMap;
 use std::net::IpAddr;

@@ -1,15 +1,15 @@
 //! GetIndexItemInfo: one row of headline statistics per item, up to 100 items.
 
-use super::row::{
-    table_row, topic_columns, topic_values, Date, NumText, Row, TrueFalse, UnknownNumber,
-    UnknownText,
-};
 use super::{crawl_result, internal, item_count, parse_item, MAX_ITEMS};
 use crate::context::Context;
 use crate::envelope::{Reply, Value};
 use crate::error::ApiError;
 use crate::metering;
 use crate::params::Params;
+use crate::row::{
+    table_row, topic_columns, topic_values, Date, NumText, Row, TrueFalse, UnknownNumber,
+    UnknownText,
+};
 use linkstore::{Counters, Item, ItemMetrics, Level, PageState};
 
 table_row! {

@@ -1,12 +1,12 @@
 //! GetLinkProfile: how an item's links (or referring domains) spread over the Citation
 //! Flow × Trust Flow grid.
 
-use super::row::{table_row, Row};
 use super::{internal, items_up_to};
 use crate::context::Context;
 use crate::envelope::Reply;
 use crate::error::ApiError;
 use crate::params::Params;
+use crate::row::{table_row, Row};
 use linkstore::{Item, ReadView};
 use std::collections::BTreeMap;
 

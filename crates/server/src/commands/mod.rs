@@ -1,6 +1,6 @@
 //! The commands: parameters in, a [`Reply`] out, one module per command family. Every
 //! command reads one index, chosen by `datasource` (`historic` by default), through one
-//! [`linkstore::ReadView`], and declares its tables' rows once ([`row`]).
+//! [`linkstore::ReadView`], and declares its tables' rows once ([`crate::row`]).
 
 mod anchors;
 mod backlinks;
@@ -13,7 +13,6 @@ mod link_profile;
 mod new_lost;
 mod ref_domain_info;
 mod ref_domains;
-pub(crate) mod row;
 mod subscription;
 mod top_backlinks;
 mod top_pages;

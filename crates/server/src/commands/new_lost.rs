@@ -2,12 +2,12 @@
 //! rows) and GetNewLostBackLinkCalendar (how many, day by day).
 
 use super::backlinks::{backlink_params, BackLinkRow};
-use super::row::{table_row, Date, Row};
 use super::{date_param, internal, parse_item};
 use crate::context::Context;
 use crate::envelope::Reply;
 use crate::error::ApiError;
 use crate::params::Params;
+use crate::row::{table_row, Date, Row};
 use indexes::IndexStats;
 use linkstore::{Item, ReadView, Store, MAX_BACKLINK_COUNT};
 

@@ -1,12 +1,12 @@
 //! GetRefDomainInfo: domain-level statistics for up to 1,000 domains (the root domain of
 //! each item).
 
-use super::row::{table_row, Date, Row, Topics, UnknownNumber, UnknownText};
 use super::{internal, item_count, parse_item, psl_suffix};
 use crate::context::Context;
 use crate::envelope::Reply;
 use crate::error::ApiError;
 use crate::params::Params;
+use crate::row::{table_row, Date, Row, Topics, UnknownNumber, UnknownText};
 use linkstore::{Item, Level};
 
 /// Most items one request may name (Majestic's limit).

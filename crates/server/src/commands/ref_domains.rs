@@ -1,11 +1,11 @@
 //! GetRefDomains: the domains linking to one or more items, with per-item link counts.
 
-use super::row::{table_row, Date, Row, Topics, UnknownNumber, UnknownText};
 use super::{domain_of, internal, items, parse_item, psl_suffix, text_param, MAX_ITEMS};
 use crate::context::Context;
 use crate::envelope::{Reply, Value};
 use crate::error::ApiError;
 use crate::params::Params;
+use crate::row::{table_row, Date, Row, Topics, UnknownNumber, UnknownText};
 use linkstore::{RefDomainOrder, RefDomainQuery, MAX_ANALYSIS_DEPTH, MAX_BACKLINK_COUNT};
 
 table_row! {
@@ -176,8 +176,8 @@ pub(super) fn get_ref_domains(ctx: &Context, p: &Params) -> Result<Reply, ApiErr
         .cells(&mut cells);
         for a in &r.per_item {
             cells.push(Value::Int(a.links));
-            super::row::Cells::cells(Date(a.first_seen), &mut cells);
-            super::row::Cells::cells(Date(a.last_seen), &mut cells);
+            crate::row::Cells::cells(Date(a.first_seen), &mut cells);
+            crate::row::Cells::cells(Date(a.last_seen), &mut cells);
         }
         t.push(cells);
     }

@@ -1,13 +1,13 @@
 //! GetSubscriptionInfo and GetIndexStats: free commands about the account and the
 //! indexes.
 
-use super::row::{table_row, Date, Row};
 use super::MAX_ITEMS;
 use crate::context::{index_error, unique_index_id, Context};
 use crate::envelope::{date_time, Reply, Table, Value};
 use crate::error::ApiError;
 use crate::metering::Caller;
 use crate::params::Params;
+use crate::row::{table_row, Date, Row};
 use indexes::IndexKind;
 
 table_row! {

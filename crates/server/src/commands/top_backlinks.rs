@@ -3,12 +3,12 @@
 //! table per level.
 
 use super::backlinks::{backlink_params, domains_info, BackLinkRow};
-use super::row::Row;
 use super::{domain_of, internal, parse_item};
 use crate::context::Context;
 use crate::envelope::Reply;
 use crate::error::ApiError;
 use crate::params::Params;
+use crate::row::Row;
 use linkstore::{BacklinkQuery, Item, Level, MAX_BACKLINK_COUNT};
 use std::collections::BTreeMap;
 

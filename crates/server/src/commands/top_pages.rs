@@ -1,11 +1,11 @@
 //! GetTopPages: a site's strongest pages, as the serving flow build ranked them.
 
-use super::row::{table_row, Date, Row, Topics, UnknownNumber};
 use super::{crawl_result, internal, parse_item};
 use crate::context::Context;
 use crate::envelope::Reply;
 use crate::error::ApiError;
 use crate::params::Params;
+use crate::row::{table_row, Date, Row, Topics, UnknownNumber};
 use linkstore::{Item, Level};
 
 /// Most rows one request returns (Majestic's limit).

@@ -1,12 +1,12 @@
 //! GetTopics: the topical profile of the links to an item, from its backlinks' source
 //! pages (each link counts under every topic of its source page).
 
-use super::row::{table_row, Row};
 use super::{domain_of, internal, parse_item, text_param};
 use crate::context::Context;
 use crate::envelope::Reply;
 use crate::error::ApiError;
 use crate::params::Params;
+use crate::row::{table_row, Row};
 use std::collections::{BTreeMap, HashSet};
 
 /// Most backlinks GetTopics reads (strongest sources first); documented in `docs/api.md`.

@@ -32,15 +32,15 @@ macro_rules! table_row {
             $($(#[$fm])* pub $field: $ty,)*
         }
 
-        impl $crate::commands::row::Row for $name {
+        impl $crate::row::Row for $name {
             fn columns() -> Vec<String> {
                 let mut out = Vec::new();
-                $(<$ty as $crate::commands::row::Cells>::columns($col, &mut out);)*
+                $(<$ty as $crate::row::Cells>::columns($col, &mut out);)*
                 out
             }
 
             fn cells(self, out: &mut Vec<$crate::envelope::Value>) {
-                $($crate::commands::row::Cells::cells(self.$field, out);)*
+                $($crate::row::Cells::cells(self.$field, out);)*
             }
         }
     };
