@@ -1009,11 +1009,26 @@ fn print_item(store: &Store, item: &Item) -> Result<()> {
             }
             print_counters(&c);
             println!("\ntop referring domains:");
-            for d in view.ref_domains(item, 0, 5)? {
-                println!("  {:>6} links  {}", d.links, d.domain);
+            let domains = view.ref_domain_matches(&linkstore::RefDomainQuery {
+                items: vec![item.clone()],
+                depth: 5,
+                from: 0,
+                count: 5,
+                order: vec![(linkstore::RefDomainOrder::MatchedLinks, true)],
+                topic: None,
+            })?;
+            for d in &domains.rows {
+                println!("  {:>6} links  {}", d.per_item[0].links, d.domain);
             }
             println!("top anchor texts:");
-            for a in view.anchors(item, 0, 5)? {
+            let anchors = view.anchor_texts(
+                item,
+                &linkstore::AnchorQuery {
+                    count: 5,
+                    ..Default::default()
+                },
+            )?;
+            for a in &anchors.rows {
                 println!(
                     "  {:>6} domains {:>6} links  {:?}",
                     a.ref_domains, a.links, a.text
