@@ -1,8 +1,9 @@
 //! GetBackLinkData: an item's backlinks by SourceTrustFlow, with Majestic's caps, filters
 //! and sort keys; and the `BackLinks` row every command that lists links shares.
 
+use super::domain_facts::DomainFacts;
 use super::filters::Filters;
-use super::{domain_of, internal, parse_item, psl_suffix, read_unique, text_param};
+use super::{domain_of, internal, parse_item, read_unique, text_param};
 use crate::context::Context;
 use crate::envelope::{Reply, Table};
 use crate::error::ApiError;
@@ -396,19 +397,7 @@ table_row! {
     pub struct DomainInfoRow {
         domain_id: i64 = "DomainID",
         domain: String = "Domain",
-        alexa_rank: UnknownNumber = "AlexaRank",
-        ref_domains: i64 = "RefDomains",
-        ext_backlinks: i64 = "ExtBackLinks",
-        indexed_urls: i64 = "IndexedURLs",
-        crawled_urls: i64 = "CrawledURLs",
-        first_crawled: UnknownText = "FirstCrawled",
-        last_successful_crawl: Date = "LastSuccessfulCrawl",
-        ip: UnknownText = "IP",
-        subnet: UnknownText = "SubNet",
-        country_code: UnknownText = "CountryCode",
-        tld: String = "TLD",
-        citation_flow: i64 = "CitationFlow",
-        trust_flow: i64 = "TrustFlow",
+        facts: DomainFacts = "",
     }
 }
 
@@ -432,15 +421,7 @@ pub(super) fn domains_info(
         t.add(DomainInfoRow {
             domain_id: *id,
             domain: (*domain).clone(),
-            ref_domains: c.ref_domains,
-            ext_backlinks: c.ext_backlinks,
-            indexed_urls: c.indexed_urls,
-            crawled_urls: c.crawled_urls,
-            last_successful_crawl: Date::of(c.last_crawl_day),
-            tld: psl_suffix(domain),
-            citation_flow: i64::from(m.citation_flow),
-            trust_flow: i64::from(m.trust_flow),
-            ..Default::default()
+            facts: DomainFacts::of(domain, c, &m),
         });
     }
     Ok(t)

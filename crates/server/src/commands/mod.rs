@@ -5,6 +5,7 @@
 mod anchors;
 mod backlinks;
 mod command;
+mod domain_facts;
 mod filters;
 mod history;
 mod hosted_domains;

@@ -1,12 +1,13 @@
 //! GetRefDomainInfo: domain-level statistics for up to 1,000 domains (the root domain of
 //! each item).
 
-use super::{internal, item_count, parse_item, psl_suffix};
+use super::domain_facts::DomainFacts;
+use super::{internal, item_count, parse_item};
 use crate::context::Context;
 use crate::envelope::Reply;
 use crate::error::ApiError;
 use crate::params::Params;
-use crate::row::{table_row, Date, Row, Topics, UnknownNumber, UnknownText};
+use crate::row::{table_row, Row, Topics};
 use linkstore::{Item, Level};
 
 /// Most items one request may name (Majestic's limit).
@@ -19,19 +20,7 @@ table_row! {
         original_item: String = "OriginalItem",
         status: &'static str = "Status",
         root_domain: String = "RootDomain",
-        alexa_rank: UnknownNumber = "AlexaRank",
-        ref_domains: i64 = "RefDomains",
-        ext_backlinks: i64 = "ExtBackLinks",
-        indexed_urls: i64 = "IndexedURLs",
-        crawled_urls: i64 = "CrawledURLs",
-        first_crawled: UnknownText = "FirstCrawled",
-        last_successful_crawl: Date = "LastSuccessfulCrawl",
-        ip: UnknownText = "IP",
-        subnet: UnknownText = "SubNet",
-        country_code: UnknownText = "CountryCode",
-        tld: String = "TLD",
-        citation_flow: i64 = "CitationFlow",
-        trust_flow: i64 = "TrustFlow",
+        facts: DomainFacts = "",
         topics: Topics<3> = "TopicalTrustFlow",
     }
 }
@@ -78,21 +67,14 @@ pub(super) fn get_ref_domain_info(ctx: &Context, p: &Params) -> Result<Reply, Ap
                 let (c, m) = answers.next().expect("one answer per domain");
                 let found = c.is_some_and(|c| c.ext_backlinks > 0 || c.indexed_urls > 0);
                 let (c, m) = (c.unwrap_or_default(), m.unwrap_or_default());
+                let topics = Topics(m.topics.clone());
                 RefDomainInfoRow {
                     row_id: n as i64,
                     original_item: raw.clone(),
                     status: if found { "Found" } else { "NotFound" },
                     root_domain: d.name.clone(),
-                    ref_domains: c.ref_domains,
-                    ext_backlinks: c.ext_backlinks,
-                    indexed_urls: c.indexed_urls,
-                    crawled_urls: c.crawled_urls,
-                    last_successful_crawl: Date::of(c.last_crawl_day),
-                    tld: psl_suffix(&d.name),
-                    citation_flow: i64::from(m.citation_flow),
-                    trust_flow: i64::from(m.trust_flow),
-                    topics: Topics(m.topics),
-                    ..Default::default()
+                    facts: DomainFacts::of(&d.name, c, &m),
+                    topics,
                 }
             }
             Err(e) => RefDomainInfoRow {
