@@ -809,6 +809,31 @@ fn no_endpoint_answers_without_a_valid_credential() {
         "spoofed left entry ignored"
     );
     assert_eq!(xff(&proxied, "garbage"), "IPAddressNotAllowed");
+
+    // A trusted proxy's header that is not text (bytes over 0x7f) names no client: a key
+    // limited to the proxy's own address is refused, not let through as the proxy.
+    let loopback_only = create_key(&data, account);
+    keys(&data, &["restrict", "--key", "8", "--ip", "127.0.0.1/32"]);
+    let raw_xff = |value: &[u8]| -> String {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(&proxied.addr).unwrap();
+        let mut req = format!(
+            "GET /api/json?app_api_key={loopback_only}&cmd=GetTopics&item=a.com HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: "
+        )
+        .into_bytes();
+        req.extend_from_slice(value);
+        req.extend_from_slice(b"\r\nConnection: close\r\n\r\n");
+        s.write_all(&req).unwrap();
+        let mut out = Vec::new();
+        let _ = s.read_to_end(&mut out);
+        String::from_utf8_lossy(&out).into_owned()
+    };
+    assert!(
+        raw_xff(b"127.0.0.1").contains("\"Code\":\"OK\""),
+        "the proxy itself"
+    );
+    let spoofed = raw_xff(b"203.0.113.9\xff");
+    assert!(spoofed.contains("IPAddressNotAllowed"), "{spoofed}");
 }
 
 #[test]

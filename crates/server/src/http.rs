@@ -169,19 +169,20 @@ fn cookie_key(req: &Request<Incoming>) -> Option<String> {
 }
 
 async fn handle(svc: Arc<Service>, req: Request<Incoming>, peer: IpAddr) -> Response<Body> {
-    let forwarded: Vec<&str> = req
+    // Every X-Forwarded-For line, joined; one that is not text (bytes over 0x7f) makes
+    // the whole chain unreadable, so a trusted proxy's request then names no client
+    // (skipping that line would leave the proxy's own address as the client).
+    let forwarded: Option<String> = match req
         .headers()
         .get_all("x-forwarded-for")
         .iter()
-        .filter_map(|v| v.to_str().ok())
-        .collect();
-    let client = client_ip(
-        peer,
-        (!forwarded.is_empty())
-            .then(|| forwarded.join(","))
-            .as_deref(),
-        &svc.trusted_proxies,
-    );
+        .map(|v| v.to_str())
+        .collect::<Result<Vec<&str>, _>>()
+    {
+        Ok(lines) => (!lines.is_empty()).then(|| lines.join(",")),
+        Err(_) => Some("unreadable".to_string()),
+    };
+    let client = client_ip(peer, forwarded.as_deref(), &svc.trusted_proxies);
     let path = req.uri().path().to_string();
     if let Some(name) = path.strip_prefix("/downloads/") {
         return download_file(&svc, name).await;
