@@ -171,9 +171,13 @@ pub struct Account {
     pub created: i64,
 }
 
+/// The longest subscription period: longer ones could not be counted in seconds (and
+/// no subscription runs for a century).
+pub const MAX_PERIOD_DAYS: i64 = 36_500;
+
 impl Account {
     fn period_seconds(&self) -> i64 {
-        self.period_days.max(1) * 86_400
+        self.period_days.clamp(1, MAX_PERIOD_DAYS) * 86_400
     }
 
     /// The number of the period `now` falls in.
@@ -496,9 +500,9 @@ impl Accounts {
         if new.name.trim().is_empty() {
             return Err(Error::Invalid("an account needs a name".into()));
         }
-        if new.period_days < 1 {
+        if !(1..=MAX_PERIOD_DAYS).contains(&new.period_days) {
             return Err(Error::Invalid(format!(
-                "period_days must be at least 1, not {}",
+                "period_days must be 1 to {MAX_PERIOD_DAYS}, not {}",
                 new.period_days
             )));
         }

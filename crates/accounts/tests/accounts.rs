@@ -362,3 +362,26 @@ fn bump_schema_version(path: &std::path::Path) -> String {
         Err(e) => e.to_string(),
     }
 }
+
+#[test]
+fn a_period_too_long_to_count_in_seconds_is_refused() {
+    let (_dir, store, _clock) = store_with_clock();
+    for days in [1_i64 << 57, i64::MAX, 36_501] {
+        let e = store
+            .create_account(&NewAccount {
+                period_days: days,
+                ..account("far", None, false, units(1, 1, 1))
+            })
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("period_days"), "{days}: {e}");
+    }
+    // The longest accepted period still meters.
+    let a = store
+        .create_account(&NewAccount {
+            period_days: 36_500,
+            ..account("century", None, false, units(1, 1, 1))
+        })
+        .unwrap();
+    assert!(store.usage(a.id).is_ok());
+}

@@ -205,7 +205,8 @@ pub fn parse_day(s: &str) -> Option<u32> {
     let y: i64 = it.next()?.parse().ok()?;
     let m: u32 = it.next()?.parse().ok()?;
     let d: u32 = it.next()?.parse().ok()?;
-    if !(1..=12).contains(&m) || d == 0 || d > days_in_month(y, m) {
+    // Day numbers start in 1970; four-digit years keep the arithmetic far from overflow.
+    if !(1970..=9999).contains(&y) || !(1..=12).contains(&m) || d == 0 || d > days_in_month(y, m) {
         return None;
     }
     u32::try_from(days_from_civil(y, m, d)).ok()
@@ -257,6 +258,16 @@ mod tests {
         assert_eq!(parse_day("2023-02-29"), None);
         assert_eq!(parse_day("2024-13-01"), None);
         assert_eq!(parse_day("yesterday"), None);
+        // Years outside what a day number holds are refused, not overflowed.
+        for huge in [
+            "9223372036854775807-01-01",
+            "-9223372036854775808-01-01",
+            "99999-01-01",
+            "1969-12-31",
+        ] {
+            assert_eq!(parse_day(huge), None, "{huge}");
+        }
+        assert_eq!(parse_day("9999-12-31"), Some(2_932_896));
         for day in [1u32, 10_000, 19_000, 20_500, 60_000] {
             assert_eq!(parse_day(&format_day(day)), Some(day));
         }

@@ -327,13 +327,22 @@ impl Downloads {
     }
 }
 
+/// One CSV cell: quoted when it holds a separator or quote, and, when a spreadsheet would
+/// read it as a formula (it starts with `=`, `+`, `-`, `@`, a tab or a carriage return:
+/// anchor texts come from crawled pages), prefixed with `'` so it stays text.
 fn csv_field(out: &mut impl Write, s: &str) -> std::io::Result<()> {
-    if s.contains([',', '"', '\n', '\r']) {
+    let formula = s.starts_with(['=', '+', '-', '@', '\t', '\r']);
+    let text = if formula {
+        std::borrow::Cow::Owned(format!("'{s}"))
+    } else {
+        std::borrow::Cow::Borrowed(s)
+    };
+    if text.contains([',', '"', '\n', '\r']) {
         out.write_all(b"\"")?;
-        out.write_all(s.replace('"', "\"\"").as_bytes())?;
+        out.write_all(text.replace('"', "\"\"").as_bytes())?;
         out.write_all(b"\"")
     } else {
-        out.write_all(s.as_bytes())
+        out.write_all(text.as_bytes())
     }
 }
 
@@ -744,4 +753,33 @@ fn job_list_reply(ctx: &Context, table: Table) -> Result<Reply, ApiError> {
     )?;
     reply.tables.push(table);
     Ok(reply)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn field(s: &str) -> String {
+        let mut out = Vec::new();
+        csv_field(&mut out, s).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn cells_a_spreadsheet_would_run_are_written_as_text() {
+        // Anchor texts come from crawled pages: a cell starting with = + - @ (or a tab or
+        // carriage return) is a formula to a spreadsheet.
+        assert_eq!(field("=1+1"), "'=1+1");
+        assert_eq!(field("+SUM(A1)"), "'+SUM(A1)");
+        assert_eq!(field("-2"), "'-2");
+        assert_eq!(field("@cmd"), "'@cmd");
+        assert_eq!(field("\tx"), "'\tx");
+        assert_eq!(
+            field("=HYPERLINK(\"http://e.com\",\"x\")"),
+            "\"'=HYPERLINK(\"\"http://e.com\"\",\"\"x\"\")\""
+        );
+        assert_eq!(field("click here"), "click here");
+        assert_eq!(field("a,b"), "\"a,b\"");
+        assert_eq!(field(""), "");
+    }
 }

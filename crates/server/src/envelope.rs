@@ -318,6 +318,7 @@ pub(crate) fn xml_escape(s: &str) -> String {
             '\'' => out.push_str("&apos;"),
             // Characters XML 1.0 cannot carry at all.
             c if (c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r') => out.push(' '),
+            '\u{FFFE}' | '\u{FFFF}' => out.push(' '),
             c => out.push(c),
         }
     }
@@ -405,5 +406,24 @@ mod tests {
             "{e}"
         );
         assert!(!e.contains("DataTables"));
+    }
+
+    #[test]
+    fn xml_replies_carry_only_characters_xml_allows() {
+        // Crawled anchor texts may hold any character; XML 1.0 has no way to write
+        // U+0000-U+001F (but tab, line feed, carriage return), U+FFFE or U+FFFF.
+        let mut r = Reply::ok();
+        let mut t = Table::new("T", vec!["A".into()]);
+        t.push(vec!["a\u{1}b\u{FFFE}c\u{FFFF}d\u{FFFD}\u{10000}\te".into()]);
+        r.tables.push(t);
+        let x = r.to_xml();
+        let row = x
+            .split("<Row>")
+            .nth(1)
+            .unwrap()
+            .split("</Row>")
+            .next()
+            .unwrap();
+        assert_eq!(row, "a b c d\u{FFFD}\u{10000}\te");
     }
 }
