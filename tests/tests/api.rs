@@ -1456,3 +1456,56 @@ fn documented_examples_answer_as_documented() {
         );
     }
 }
+
+#[test]
+fn running_out_of_file_descriptors_does_not_stop_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let account = create_account(&data, "fd", [10, 10, 10], &[]);
+    let key = create_key(&data, account);
+    // A shell lowers the descriptor limit, then becomes the server.
+    let script = format!(
+        "ulimit -n 96 && exec {} serve --data {} --listen 127.0.0.1:0 --no-sandbox",
+        linkbase_tests::linkbase().display(),
+        data.display()
+    );
+    let mut child = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    let addr = loop {
+        line.clear();
+        assert!(std::io::BufRead::read_line(&mut out, &mut line).unwrap() > 0);
+        if let Some(rest) = line.strip_prefix("serving the API on http://") {
+            break rest.split('/').next().unwrap().to_string();
+        }
+    };
+    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+    // More idle connections than the server may hold files: its accept() fails.
+    let idle: Vec<TcpStream> = (0..150)
+        .filter_map(|_| TcpStream::connect(&addr).ok())
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(child.try_wait().unwrap().is_none(), "the server exited");
+    drop(idle);
+    let mut answered = false;
+    for _ in 0..100 {
+        let r = ureq::get(&format!("http://{addr}/api/json"))
+            .query("app_api_key", &key)
+            .query("cmd", "GetSubscriptionInfo")
+            .timeout(Duration::from_secs(2))
+            .call();
+        if let Ok(r) = r {
+            answered = r.into_string().unwrap().contains("\"Code\":\"OK\"");
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(answered, "serves again once descriptors are free");
+}

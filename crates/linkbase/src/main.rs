@@ -437,9 +437,10 @@ fn context(
     dir: &DataDir,
     window_days: u32,
     notify: &server::NotifyPolicy,
+    stores: StoreOptions,
 ) -> Result<server::Context> {
     Ok(server::Context {
-        indexes: indexes::Indexes::open(dir.clone(), window_days, StoreOptions::default())?,
+        indexes: indexes::Indexes::open(dir.clone(), window_days, stores)?,
         server_name: "LINKBASE".into(),
         server_version: env!("CARGO_PKG_VERSION").into(),
         server_build: "2026-11-21 00:00:00".into(),
@@ -465,14 +466,21 @@ fn serve(
     let notify = server::NotifyPolicy {
         allowed: options.notify_allow.clone(),
     };
-    let ctx = context(&dir, window, &notify)?;
+    let ctx = context(&dir, window, &notify, StoreOptions::default())?;
     let sandbox = if options.no_sandbox {
         None
     } else {
+        // The sandbox's small stores need few files and little cache.
+        let small = StoreOptions {
+            block_cache_bytes: 32 << 20,
+            max_open_files: 64,
+            ..StoreOptions::default()
+        };
         Some(std::sync::Arc::new(context(
             &ensure_sandbox(data)?,
             window,
             &notify,
+            small,
         )?))
     };
     let admin_token = admin_token(&dir)?;

@@ -68,6 +68,9 @@ pub struct StoreOptions {
     pub hash_bits: u8,
     /// Shared block cache size: the bound on the store's read memory.
     pub block_cache_bytes: usize,
+    /// Table files kept open at once (RocksDB `max_open_files`): a served store must not
+    /// take every descriptor the process has from its connections.
+    pub max_open_files: i32,
 }
 
 impl Default for StoreOptions {
@@ -75,6 +78,7 @@ impl Default for StoreOptions {
         StoreOptions {
             hash_bits: 64,
             block_cache_bytes: 512 << 20,
+            max_open_files: 512,
         }
     }
 }
@@ -209,6 +213,7 @@ impl Store {
         db_opts.create_missing_column_families(true);
         db_opts.increase_parallelism(2);
         db_opts.set_max_background_jobs(2);
+        db_opts.set_max_open_files(options.max_open_files);
         // Writes skip the WAL (see `Writer::commit`); atomic flushes keep every column
         // family at the same batch boundary, so a crash leaves a consistent earlier state.
         db_opts.set_atomic_flush(true);

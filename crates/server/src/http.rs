@@ -364,8 +364,22 @@ pub async fn serve(
         }
     });
     let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
+    let mut last_accept_error: Option<std::time::Instant> = None;
     loop {
-        let (stream, peer) = listener.accept().await?;
+        let (stream, peer) = match listener.accept().await {
+            Ok(connection) => connection,
+            Err(e) => {
+                // Out of descriptors or memory, or a connection reset before it was
+                // accepted: pause and go on, reporting at most every 10 s, instead of
+                // letting one failed accept end the server.
+                if last_accept_error.is_none_or(|t| t.elapsed() > Duration::from_secs(10)) {
+                    eprintln!("accepting a connection failed: {e} (retrying)");
+                    last_accept_error = Some(std::time::Instant::now());
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
         let peer = peer.ip();
         let _ = stream.set_nodelay(true);
         let svc = svc.clone();
