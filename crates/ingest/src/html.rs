@@ -221,15 +221,87 @@ pub fn clean_text(s: &str) -> String {
 
 /// Extracts links from a decoded HTML document.
 pub fn extract_links(html: &str) -> HtmlLinks {
+    let html = bound_attributes(html);
     let sink = Sink(RefCell::new(State::default()));
     let tok = Tokenizer::new(sink, TokenizerOpts::default());
     let input = BufferQueue::default();
-    input.push_back(StrTendril::from_slice(html));
+    input.push_back(StrTendril::from_slice(&html));
     let _ = tok.feed(&input);
     tok.end();
     let mut st = tok.sink.0.into_inner();
     st.close_anchor();
     st.out
+}
+
+/// Most attributes of one tag passed to the tokenizer: html5ever checks each attribute
+/// against the tag's earlier ones, so a tag with a million costs quadratic time.
+pub const MAX_TAG_ATTRIBUTES: usize = 1_000;
+
+/// `html` with every tag cut after its [`MAX_TAG_ATTRIBUTES`]th attribute (the rest of
+/// the tag, to its `>`, dropped), in one linear pass; borrowed when no tag is cut.
+/// Attributes are counted by the `=` outside quotes; `<script>` and `<style>` contents are
+/// skipped, as the tokenizer reads them as text.
+fn bound_attributes(html: &str) -> std::borrow::Cow<'_, str> {
+    let b = html.as_bytes();
+    let starts_ci = |at: usize, word: &[u8]| {
+        b.get(at..at + word.len())
+            .is_some_and(|w| w.eq_ignore_ascii_case(word))
+    };
+    let mut out: Option<String> = None;
+    let mut copied = 0;
+    let mut i = 0;
+    while let Some(lt) = b[i..].iter().position(|&c| c == b'<') {
+        let start = i + lt;
+        if let Some(end_tag) = [&b"</script"[..], b"</style"]
+            .into_iter()
+            .find(|t| starts_ci(start + 1, &t[2..]))
+        {
+            // Skip to the element's end tag.
+            i = (start + 1..b.len())
+                .find(|&k| b[k] == b'<' && starts_ci(k, end_tag))
+                .unwrap_or(b.len());
+            continue;
+        }
+        if !b.get(start + 1).is_some_and(u8::is_ascii_alphabetic) {
+            i = start + 1;
+            continue;
+        }
+        let (mut j, mut quote, mut attributes) = (start + 1, None, 0);
+        let (mut last_space, mut cut) = (start, None);
+        while j < b.len() {
+            let c = b[j];
+            match quote {
+                Some(q) if c == q => quote = None,
+                Some(_) => {}
+                None => match c {
+                    b'"' | b'\'' => quote = Some(c),
+                    b'>' => break,
+                    b'=' => {
+                        attributes += 1;
+                        if attributes > MAX_TAG_ATTRIBUTES && cut.is_none() {
+                            cut = Some(last_space);
+                        }
+                    }
+                    c if c.is_ascii_whitespace() => last_space = j,
+                    _ => {}
+                },
+            }
+            j += 1;
+        }
+        if let Some(cut) = cut {
+            let o = out.get_or_insert_with(|| String::with_capacity(html.len()));
+            o.push_str(&html[copied..cut]);
+            copied = j;
+        }
+        i = j;
+    }
+    match out {
+        None => std::borrow::Cow::Borrowed(html),
+        Some(mut o) => {
+            o.push_str(&html[copied..]);
+            std::borrow::Cow::Owned(o)
+        }
+    }
 }
 
 #[cfg(test)]
@@ -278,5 +350,62 @@ mod tests {
         let out = extract_links(&html);
         assert!(out.robots_nofollow);
         assert_eq!(out.links[0].text.chars().count(), MAX_ANCHOR_CHARS);
+    }
+}
+
+#[cfg(test)]
+mod abuse_tests {
+    use super::*;
+
+    #[test]
+    fn a_tag_with_huge_numbers_of_attributes_costs_linear_time() {
+        // html5ever checks each new attribute against the tag's others: quadratic.
+        let mut html = String::from("<p><a ");
+        for i in 0..200_000 {
+            html.push_str(&format!("x{i}=1 "));
+        }
+        html.push_str("href=\"http://hidden.com/\">t</a><a href=\"http://after.com/\">next</a>");
+        let start = std::time::Instant::now();
+        let out = extract_links(&html);
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(3),
+            "{:?}",
+            start.elapsed()
+        );
+        let urls: Vec<&str> = out.links.iter().map(|l| l.url.as_str()).collect();
+        assert!(urls.contains(&"http://after.com/"), "{urls:?}");
+    }
+
+    #[test]
+    fn only_attributes_past_the_bound_are_dropped() {
+        let tag = |n: usize| {
+            let attrs: String = (0..n).map(|i| format!(" a{i}=\"x=y\"")).collect();
+            format!("<div{attrs}>text</div>")
+        };
+        let at_bound = tag(MAX_TAG_ATTRIBUTES);
+        assert!(matches!(
+            bound_attributes(&at_bound),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        let over = bound_attributes(&tag(MAX_TAG_ATTRIBUTES + 5)).into_owned();
+        assert_eq!(
+            over, at_bound,
+            "the tag keeps its first attributes and its end"
+        );
+    }
+
+    #[test]
+    fn scripts_with_many_comparisons_are_left_alone() {
+        let mut html = String::from("<script>");
+        for _ in 0..5_000 {
+            html.push_str("if (a<b) { x = y == z; } ");
+        }
+        html.push_str("</script><a href=\"http://kept.com/\" class=c>k</a>");
+        let urls: Vec<String> = extract_links(&html)
+            .links
+            .into_iter()
+            .map(|l| l.url)
+            .collect();
+        assert_eq!(urls, ["http://kept.com/"]);
     }
 }
