@@ -1079,6 +1079,30 @@ fn download_jobs_per_referring_domain_with_cost_ceilings_and_callbacks() {
 }
 
 #[test]
+fn a_download_that_fails_gives_its_units_back() {
+    let srv = start();
+    let (_, domain) = hot_items();
+    let remaining = || {
+        srv.json(&[("cmd", "GetSubscriptionInfo")])["DataTables"]["Subscriptions"]["Data"][0]
+            ["AnalysisResUnits"]
+            .as_i64()
+            .unwrap()
+    };
+    let before = remaining();
+    // The export cannot write its file: the downloads directory is gone, a file in its
+    // place.
+    let downloads = srv._dir.path().join("data/downloads");
+    std::fs::rename(&downloads, downloads.with_extension("moved")).unwrap();
+    std::fs::write(&downloads, b"not a directory").unwrap();
+    let queued = srv.json(&[("cmd", "DownloadBackLinks"), ("Query", &domain)]);
+    assert_eq!(code(&queued), "QueuedForProcessing", "{queued}");
+    assert!(queued["ChargedAnalysisResUnits"].as_i64().unwrap() > 0);
+    let job = finished_job(&srv, queued["DownloadJobID"].as_str().unwrap());
+    assert_eq!(job["Status"], 5, "{job}");
+    assert_eq!(remaining(), before, "the charge was refunded");
+}
+
+#[test]
 fn https_with_the_configured_certificate() {
     let dir = tempfile::tempdir().unwrap();
     let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();

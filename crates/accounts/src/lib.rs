@@ -648,6 +648,31 @@ impl Accounts {
         })
     }
 
+    /// Gives back what a charge took, when the work it paid for failed: the account's and
+    /// every reseller's use in the current period goes down by `cost` (never below 0).
+    pub fn refund(&self, id: i64, cost: Units) -> Result<()> {
+        let mut conn = self.conn();
+        let now = self.now();
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        for a in chain_in(&tx, id)? {
+            let used = used_in(&tx, &a, now)?;
+            let after = used.zip(cost, u64::saturating_sub);
+            tx.execute(
+                "UPDATE usage SET index_item_info_units = ?3, analysis_units = ?4, retrieval_units = ?5
+                 WHERE account = ?1 AND period = ?2",
+                params![
+                    a.id,
+                    a.period_at(now),
+                    to_i64(after.index_item_info),
+                    to_i64(after.analysis),
+                    to_i64(after.retrieval)
+                ],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
     /// Creates an API key for an account. The secret is returned once and never stored.
     pub fn create_key(&self, account: i64, allowed_ips: &[IpRange]) -> Result<(KeyInfo, String)> {
         let mut conn = self.conn();

@@ -385,3 +385,30 @@ fn a_period_too_long_to_count_in_seconds_is_refused() {
         .unwrap();
     assert!(store.usage(a.id).is_ok());
 }
+
+#[test]
+fn a_refund_gives_back_a_charge_to_the_account_and_its_reseller() {
+    let (_dir, store, _clock) = store_with_clock();
+    let reseller = store
+        .create_account(&account("r", None, true, units(0, 1_000, 1_000)))
+        .unwrap();
+    let sub = store
+        .create_account(&account("s", Some(reseller.id), false, units(0, 500, 500)))
+        .unwrap();
+    store.charge(sub.id, units(0, 400, 10)).unwrap();
+    store.refund(sub.id, units(0, 400, 10)).unwrap();
+    for id in [sub.id, reseller.id] {
+        assert_eq!(
+            store.usage(id).unwrap().used,
+            units(0, 0, 0),
+            "account {id}"
+        );
+    }
+    // Never below zero.
+    store.refund(sub.id, units(5, 5, 5)).unwrap();
+    assert_eq!(store.usage(sub.id).unwrap().used, units(0, 0, 0));
+    assert!(
+        store.charge(sub.id, units(0, 500, 500)).is_ok(),
+        "the whole allowance again"
+    );
+}

@@ -433,18 +433,21 @@ fn ensure_sandbox(data: &Path) -> Result<DataDir> {
 /// Pages of the sandbox's generated web: small enough to build in seconds.
 const SANDBOX_PAGES: usize = 1_500;
 
+/// What a server holds for one data directory; `refunds` is where failed downloads'
+/// charges go back (none for the sandbox, which charges nothing).
 fn context(
     dir: &DataDir,
     window_days: u32,
     notify: &server::NotifyPolicy,
     stores: StoreOptions,
+    refunds: Option<std::sync::Arc<accounts::Accounts>>,
 ) -> Result<server::Context> {
     Ok(server::Context {
         indexes: indexes::Indexes::open(dir.clone(), window_days, stores)?,
         server_name: "LINKBASE".into(),
         server_version: env!("CARGO_PKG_VERSION").into(),
         server_build: "2026-11-21 00:00:00".into(),
-        downloads: server::Downloads::open(&dir.downloads_path(), notify.clone())?,
+        downloads: server::Downloads::open(&dir.downloads_path(), notify.clone(), refunds)?,
     })
 }
 
@@ -460,13 +463,19 @@ fn serve(
     };
     let dir = DataDir::new(data);
     let _serving = dir.lock_for_serving()?;
-    let accounts = accounts::Accounts::open(&dir.accounts_path())?;
+    let accounts = std::sync::Arc::new(accounts::Accounts::open(&dir.accounts_path())?);
     keys::warn_if_no_accounts(&accounts, data)?;
     let window = options.fresh_window_days;
     let notify = server::NotifyPolicy {
         allowed: options.notify_allow.clone(),
     };
-    let ctx = context(&dir, window, &notify, StoreOptions::default())?;
+    let ctx = context(
+        &dir,
+        window,
+        &notify,
+        StoreOptions::default(),
+        Some(accounts.clone()),
+    )?;
     let sandbox = if options.no_sandbox {
         None
     } else {
@@ -481,6 +490,7 @@ fn serve(
             window,
             &notify,
             small,
+            None,
         )?))
     };
     let admin_token = admin_token(&dir)?;
@@ -517,7 +527,7 @@ fn serve(
         let svc = std::sync::Arc::new(server::Service {
             ctx: std::sync::Arc::new(ctx),
             sandbox,
-            accounts: std::sync::Arc::new(accounts),
+            accounts: accounts.clone(),
             limits: server::Limits::default(),
             trusted_proxies: options.trusted_proxies.clone(),
             token_ttl: std::time::Duration::from_secs(options.token_ttl.max(1) as u64),

@@ -109,6 +109,8 @@ struct Job {
     export: Export,
     /// Called when the file is ready ("" for none).
     notify_url: String,
+    /// What queueing the job charged (nothing in the sandbox): given back if it fails.
+    charged: Units,
 }
 
 impl Job {
@@ -118,6 +120,7 @@ impl Job {
             "created": self.created, "updated": self.updated, "rows": self.rows,
             "file_size": self.file_size, "last_error": self.last_error, "file_name": self.file_name,
             "export": self.export.command(), "notify_url": self.notify_url,
+            "charged": [self.charged.index_item_info, self.charged.analysis, self.charged.retrieval],
             "per_domain": match self.export { Export::RefDomainBackLinks { per_domain, .. } => per_domain, Export::BackLinks => 0 },
             "exclude_deleted": matches!(self.export, Export::RefDomainBackLinks { exclude_deleted: true, .. }),
         })
@@ -145,6 +148,14 @@ impl Job {
                 _ => Export::BackLinks,
             },
             notify_url: v["notify_url"].as_str().unwrap_or_default().to_string(),
+            charged: match &v["charged"] {
+                serde_json::Value::Array(u) => Units {
+                    index_item_info: u.first()?.as_u64()?,
+                    analysis: u.get(1)?.as_u64()?,
+                    retrieval: u.get(2)?.as_u64()?,
+                },
+                _ => Units::default(),
+            },
         })
     }
 }
@@ -224,42 +235,93 @@ pub struct Downloads {
     jobs: Mutex<BTreeMap<String, Job>>,
     cancel: Mutex<HashMap<String, Arc<AtomicBool>>>,
     notify: crate::notify::NotifyPolicy,
+    /// Where failed jobs' charges go back (`None` where nothing is charged: the sandbox).
+    accounts: Option<Arc<accounts::Accounts>>,
 }
 
 impl Downloads {
-    /// Opens `dir`, reloading the jobs kept there; callbacks follow `notify`.
-    pub fn open(dir: &Path, notify: crate::notify::NotifyPolicy) -> std::io::Result<Downloads> {
+    /// Opens `dir`, reloading the jobs kept there; callbacks follow `notify`; failed jobs'
+    /// charges go back to `accounts`. A job that was running when the server stopped has
+    /// failed (its partial file removed, its units refunded); a job file that does not
+    /// parse is removed, and so is a download file no job names.
+    pub fn open(
+        dir: &Path,
+        notify: crate::notify::NotifyPolicy,
+        accounts: Option<Arc<accounts::Accounts>>,
+    ) -> std::io::Result<Downloads> {
         std::fs::create_dir_all(dir)?;
-        let mut jobs = BTreeMap::new();
-        for entry in std::fs::read_dir(dir)? {
-            let path = entry?.path();
-            if path.extension().is_some_and(|e| e == "json") {
-                let Some(mut job) = std::fs::read(&path)
-                    .ok()
-                    .and_then(|b| serde_json::from_slice(&b).ok())
-                    .and_then(|v| Job::from_json(&v))
-                else {
-                    continue;
-                };
-                if !status::has_file(job.status) && job.status != status::ERROR {
-                    job.status = status::ERROR;
-                    job.last_error = "the server stopped while the job ran".into();
-                }
-                jobs.insert(job.id.clone(), job);
-            }
-        }
-        Ok(Downloads {
+        let downloads = Downloads {
             dir: dir.to_path_buf(),
             public_base: Mutex::new(String::new()),
-            jobs: Mutex::new(jobs),
+            jobs: Mutex::new(BTreeMap::new()),
             cancel: Mutex::new(HashMap::new()),
             notify,
-        })
+            accounts,
+        };
+        let mut files = Vec::new();
+        for entry in std::fs::read_dir(dir)? {
+            let path = entry?.path();
+            if path.extension().is_none_or(|e| e != "json") {
+                files.push(path);
+                continue;
+            }
+            let parsed = std::fs::read(&path)
+                .ok()
+                .and_then(|b| serde_json::from_slice(&b).ok())
+                .and_then(|v| Job::from_json(&v));
+            let Some(mut job) = parsed else {
+                let _ = std::fs::remove_file(&path);
+                continue;
+            };
+            if !status::has_file(job.status) && job.status != status::ERROR {
+                job.status = status::ERROR;
+                job.last_error = "the server stopped while the job ran".into();
+                let _ = std::fs::remove_file(dir.join(&job.file_name));
+                downloads.refund(&job);
+                downloads.save(&job);
+            }
+            downloads
+                .jobs
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(job.id.clone(), job);
+        }
+        {
+            let jobs = downloads.jobs.lock().unwrap_or_else(|p| p.into_inner());
+            for path in files {
+                let name = path
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .unwrap_or_default();
+                let named = jobs.values().any(|j| j.file_name == name);
+                if !named && (name.ends_with(".csv.gz") || name.ends_with(".tmp")) {
+                    let _ = std::fs::remove_file(&path);
+                }
+            }
+        }
+        Ok(downloads)
     }
 
+    /// Gives a failed job's charge back (errors reported, not fatal: the job has failed
+    /// either way).
+    fn refund(&self, job: &Job) {
+        if let (Some(accounts), false) = (&self.accounts, job.charged == Units::default()) {
+            if let Err(e) = accounts.refund(job.account, job.charged) {
+                eprintln!(
+                    "download {}: refunding {:?} failed: {e}",
+                    job.id, job.charged
+                );
+            }
+        }
+    }
+
+    /// Writes a job's state whole or not at all: a temporary file renamed over the old.
     fn save(&self, job: &Job) {
         let path = self.dir.join(format!("{}.json", job.id));
-        let _ = std::fs::write(path, job.to_json().to_string());
+        let tmp = self.dir.join(format!("{}.json.tmp", job.id));
+        if std::fs::write(&tmp, job.to_json().to_string()).is_ok() {
+            let _ = std::fs::rename(&tmp, &path);
+        }
     }
 
     fn update(&self, id: &str, f: impl FnOnce(&mut Job)) {
@@ -597,6 +659,11 @@ fn queue(
         ),
         export: what,
         notify_url: notify_url.to_string(),
+        charged: if caller.sandbox {
+            Units::default()
+        } else {
+            cost
+        },
     };
     downloads.save(&job);
     downloads
@@ -663,6 +730,7 @@ fn run(ctx: &Context, id: &str, job: Job, item: &Item, cancel: &AtomicBool) {
         }
         Err(e) => {
             let _ = std::fs::remove_file(&path);
+            d.refund(&job);
             d.update(id, |j| {
                 j.status = status::ERROR;
                 j.last_error = e;
@@ -763,6 +831,83 @@ mod tests {
         let mut out = Vec::new();
         csv_field(&mut out, s).unwrap();
         String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn reopening_refunds_interrupted_jobs_and_clears_what_no_job_owns() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(accounts::Accounts::open(&dir.path().join("a.sqlite")).unwrap());
+        let account = store
+            .create_account(&accounts::NewAccount {
+                name: "a".into(),
+                parent: None,
+                reseller: false,
+                allowance: Units {
+                    index_item_info: 0,
+                    analysis: 1_000,
+                    retrieval: 1_000,
+                },
+                period_days: 30,
+            })
+            .unwrap();
+        let cost = Units {
+            analysis: 600,
+            retrieval: 20,
+            ..Units::default()
+        };
+        store.charge(account.id, cost).unwrap();
+        let jobs = dir.path().join("downloads");
+        std::fs::create_dir_all(&jobs).unwrap();
+        let running = Job {
+            id: "A".repeat(32),
+            account: account.id,
+            item: "a.com".into(),
+            index: IndexKind::Historic,
+            status: status::PROCESSING,
+            created: now(),
+            updated: now(),
+            rows: 0,
+            file_size: 0,
+            last_error: String::new(),
+            file_name: "download_a.csv.gz".into(),
+            export: Export::BackLinks,
+            notify_url: String::new(),
+            charged: cost,
+        };
+        std::fs::write(
+            jobs.join(format!("{}.json", running.id)),
+            running.to_json().to_string(),
+        )
+        .unwrap();
+        std::fs::write(jobs.join("download_a.csv.gz"), b"half").unwrap();
+        std::fs::write(jobs.join("BROKEN.json"), b"{\"id\": ").unwrap();
+        std::fs::write(jobs.join("download_orphan.csv.gz"), b"x").unwrap();
+        std::fs::write(jobs.join("X.json.tmp"), b"{").unwrap();
+
+        let d = Downloads::open(&jobs, Default::default(), Some(store.clone())).unwrap();
+        let job = d.jobs.lock().unwrap()[&running.id].clone();
+        assert_eq!(job.status, status::ERROR);
+        assert!(job.last_error.contains("stopped"));
+        assert_eq!(
+            store.usage(account.id).unwrap().used,
+            Units::default(),
+            "refunded"
+        );
+        let mut left: Vec<String> = std::fs::read_dir(&jobs)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            [format!("{}.json", running.id)],
+            "the half-written file too"
+        );
+        // Reopening again refunds nothing twice: the job is already failed.
+        drop(d);
+        store.charge(account.id, cost).unwrap();
+        Downloads::open(&jobs, Default::default(), Some(store.clone())).unwrap();
+        assert_eq!(store.usage(account.id).unwrap().used, cost);
     }
 
     #[test]
