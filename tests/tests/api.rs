@@ -1103,6 +1103,29 @@ fn a_download_that_fails_gives_its_units_back() {
 }
 
 #[test]
+fn one_account_keeps_a_bounded_number_of_download_jobs() {
+    let srv = start();
+    let (hot, _) = hot_items();
+    let queue = || srv.json(&[("cmd", "DownloadBackLinks"), ("Query", &hot)]);
+    let ids: Vec<String> = (0..20)
+        .map(|_| {
+            let q = queue();
+            assert_eq!(code(&q), "QueuedForProcessing", "{q}");
+            q["DownloadJobID"].as_str().unwrap().to_string()
+        })
+        .collect();
+    let refused = queue();
+    assert_eq!(code(&refused), "TooManyDownloadJobs", "{refused}");
+    assert!(
+        refused.get("ChargedAnalysisResUnits").is_none(),
+        "nothing charged"
+    );
+    let del = srv.json(&[("cmd", "DeleteDownloads"), ("DownloadJobIDs", &ids[0])]);
+    assert_eq!(code(&del), "OK");
+    assert_eq!(code(&queue()), "QueuedForProcessing", "a place freed");
+}
+
+#[test]
 fn https_with_the_configured_certificate() {
     let dir = tempfile::tempdir().unwrap();
     let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();

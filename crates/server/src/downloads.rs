@@ -26,6 +26,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 /// How long a finished file is kept.
 pub const EXPIRY_SECONDS: i64 = 7 * 86_400;
+/// Download jobs (and so files) one account keeps at most, sandbox included.
+pub const MAX_JOBS_PER_ACCOUNT: usize = 20;
+/// Download jobs a server keeps at most.
+pub const MAX_JOBS: usize = 1_000;
 
 /// Majestic's job status codes.
 pub mod status {
@@ -300,6 +304,23 @@ impl Downloads {
             }
         }
         Ok(downloads)
+    }
+
+    /// Adds a new job if its account keeps fewer than [`MAX_JOBS_PER_ACCOUNT`] jobs and
+    /// the server fewer than [`MAX_JOBS`]; each job holds a file for 7 days.
+    fn reserve(&self, job: &Job) -> Result<(), ApiError> {
+        let mut jobs = self.jobs.lock().unwrap_or_else(|p| p.into_inner());
+        let mine = jobs.values().filter(|j| j.account == job.account).count();
+        if mine >= MAX_JOBS_PER_ACCOUNT || jobs.len() >= MAX_JOBS {
+            return Err(ApiError::new(
+                "TooManyDownloadJobs",
+                format!(
+                    "an account keeps at most {MAX_JOBS_PER_ACCOUNT} download jobs (this one has {mine}) and the server {MAX_JOBS}; delete finished ones with DeleteDownloads"
+                ),
+            ));
+        }
+        jobs.insert(job.id.clone(), job.clone());
+        Ok(())
     }
 
     /// Gives a failed job's charge back (errors reported, not fatal: the job has failed
@@ -627,8 +648,6 @@ fn queue(
             ),
         ));
     }
-    let mut reply = Reply::ok();
-    caller.charge(&mut reply, cost)?;
     let id = new_job_id();
     let day = format_day((now() / 86_400) as u32);
     let safe: String = item
@@ -665,12 +684,19 @@ fn queue(
             cost
         },
     };
+    // The job takes its place under the caps before it is charged, in one lock, so two
+    // requests cannot both take the last place; a refused charge gives the place back.
+    downloads.reserve(&job)?;
+    let mut reply = Reply::ok();
+    if let Err(e) = caller.charge(&mut reply, cost) {
+        downloads
+            .jobs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&id);
+        return Err(e);
+    }
     downloads.save(&job);
-    downloads
-        .jobs
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .insert(id.clone(), job.clone());
     let cancel = Arc::new(AtomicBool::new(false));
     downloads
         .cancel
