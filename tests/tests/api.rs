@@ -1126,6 +1126,61 @@ fn one_account_keeps_a_bounded_number_of_download_jobs() {
 }
 
 #[test]
+fn metrics_count_requests_latencies_units_and_connections() {
+    let srv = start();
+    let (_, domain) = hot_items();
+    for _ in 0..2 {
+        let r = srv.json(&[
+            ("cmd", "GetIndexItemInfo"),
+            ("items", "1"),
+            ("item0", &domain),
+        ]);
+        assert_eq!(code(&r), "OK");
+    }
+    assert_eq!(
+        code(&srv.json(&[("cmd", "NoSuchCommand")])),
+        "FailedRequestViaAPI"
+    );
+    let text = ureq::get(&format!("http://{}/metrics", srv.addr))
+        .call()
+        .unwrap()
+        .into_string()
+        .unwrap();
+    let value = |series: &str| -> f64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("no {series} in\n{text}"))
+    };
+    assert_eq!(
+        value(r#"linkbase_requests_total{command="GetIndexItemInfo",outcome="ok"}"#),
+        2.0
+    );
+    assert_eq!(
+        value(r#"linkbase_requests_total{command="unknown",outcome="error"}"#),
+        1.0
+    );
+    assert_eq!(
+        value(r#"linkbase_units_charged_total{kind="index_item_info"}"#),
+        2.0
+    );
+    assert_eq!(
+        value(r#"linkbase_request_seconds_count{command="GetIndexItemInfo"}"#),
+        2.0
+    );
+    let buckets: Vec<f64> = text
+        .lines()
+        .filter(|l| l.starts_with(r#"linkbase_request_seconds_bucket{command="GetIndexItemInfo""#))
+        .map(|l| l.rsplit(' ').next().unwrap().parse().unwrap())
+        .collect();
+    assert!(buckets.windows(2).all(|w| w[0] <= w[1]), "{buckets:?}");
+    assert_eq!(buckets.last(), Some(&2.0));
+    assert!(value("linkbase_open_connections") >= 1.0);
+    assert!(value(r#"linkbase_index_disk_bytes{index="historic"}"#) > 0.0);
+    assert!(value(r#"linkbase_index_backlinks{index="historic"}"#) > 100.0);
+    assert!(!text.contains(&srv.key), "no secret in metrics");
+}
+
+#[test]
 fn https_with_the_configured_certificate() {
     let dir = tempfile::tempdir().unwrap();
     let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();

@@ -532,6 +532,7 @@ fn serve(
             trusted_proxies: options.trusted_proxies.clone(),
             token_ttl: std::time::Duration::from_secs(options.token_ttl.max(1) as u64),
             admin_token: Some(admin_token),
+            metrics: Default::default(),
         });
         server::serve(svc, listener, tls).await?;
         Ok::<_, anyhow::Error>(())

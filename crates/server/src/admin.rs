@@ -26,7 +26,7 @@ fn plain(status: StatusCode, text: String) -> Response<Body> {
         .expect("valid response")
 }
 
-fn token_matches(expected: &str, given: &str) -> bool {
+pub(crate) fn token_matches(expected: &str, given: &str) -> bool {
     expected.len() == given.len()
         && expected
             .bytes()

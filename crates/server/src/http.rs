@@ -16,6 +16,7 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
+use indexes::IndexKind;
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -52,6 +53,7 @@ pub struct Service {
     pub token_ttl: Duration,
     /// The operator's token for `/admin/` requests (none: no admin endpoint).
     pub admin_token: Option<String>,
+    pub metrics: crate::metrics::Metrics,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -197,6 +199,9 @@ async fn handle(svc: Arc<Service>, req: Request<Incoming>, peer: IpAddr) -> Resp
             _ => {}
         }
     }
+    if path == "/metrics" {
+        return metrics(&svc, &req, peer).await;
+    }
     if path == crate::openapp::PATH {
         return crate::openapp::authorize(&svc, req, client).await;
     }
@@ -214,6 +219,7 @@ async fn handle(svc: Arc<Service>, req: Request<Incoming>, peer: IpAddr) -> Resp
         (true, Some(sandbox)) => sandbox.clone(),
         (true, None) => return not_found(),
     };
+    let started = std::time::Instant::now();
     let query = req.uri().query().unwrap_or("").as_bytes().to_vec();
     let cookie = cookie_key(&req);
     let body = match read_body(&svc, req).await {
@@ -221,24 +227,73 @@ async fn handle(svc: Arc<Service>, req: Request<Incoming>, peer: IpAddr) -> Resp
         Err(e) => return render(&error_reply(e), format),
     };
     let svc2 = svc.clone();
-    let reply = tokio::task::spawn_blocking(move || {
-        let params = Params::parse(&query, &body)?;
-        let principal = svc2
-            .accounts
-            .authenticate(credential(&params, cookie.as_deref())?, client)
-            .map_err(|e| ApiError::new(e.code(), e.to_string()))?;
-        let caller = Caller {
-            principal,
-            accounts: &svc2.accounts,
-            sandbox,
+    let (cmd, reply) = tokio::task::spawn_blocking(move || {
+        let params = match Params::parse(&query, &body) {
+            Ok(p) => p,
+            Err(e) => return (None, Err(e)),
         };
-        let cmd = params.required("cmd")?;
-        execute(&ctx, &caller, cmd, &params)
+        let cmd = params.get("cmd").map(str::to_string);
+        let run = || {
+            let principal = svc2
+                .accounts
+                .authenticate(credential(&params, cookie.as_deref())?, client)
+                .map_err(|e| ApiError::new(e.code(), e.to_string()))?;
+            let caller = Caller {
+                principal,
+                accounts: &svc2.accounts,
+                sandbox,
+            };
+            execute(&ctx, &caller, params.required("cmd")?, &params)
+        };
+        (cmd, run())
     })
     .await
-    .unwrap_or_else(|e| Err(ApiError::new("InternalError", e.to_string())))
-    .unwrap_or_else(error_reply);
+    .unwrap_or_else(|e| (None, Err(ApiError::new("InternalError", e.to_string()))));
+    let reply = reply.unwrap_or_else(error_reply);
+    svc.metrics
+        .request(cmd.as_deref(), &reply, started.elapsed());
     render(&reply, format)
+}
+
+/// `GET /metrics`: Prometheus' text format, from this machine or with the operator's
+/// token (counts only: no item, key or account is named).
+async fn metrics(svc: &Arc<Service>, req: &Request<Incoming>, peer: IpAddr) -> Response<Body> {
+    let bearer = req
+        .headers()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let token_ok = bearer.is_some_and(|b| {
+        svc.admin_token
+            .as_deref()
+            .is_some_and(|t| crate::admin::token_matches(t, b))
+    });
+    if !peer.to_canonical().is_loopback() && !token_ok {
+        return Response::builder()
+            .status(StatusCode::FORBIDDEN)
+            .body(full(
+                "metrics are served to this machine or with the operator's token\n",
+            ))
+            .expect("valid response");
+    }
+    let svc2 = svc.clone();
+    let text = tokio::task::spawn_blocking(move || {
+        let indexes: Vec<(&str, u64, i64)> = IndexKind::ALL
+            .into_iter()
+            .map(|kind| {
+                let store = svc2.ctx.store(kind);
+                let links = store.read().index_counters().map_or(0, |c| c.ext_backlinks);
+                (kind.as_str(), store.disk_bytes().unwrap_or(0), links)
+            })
+            .collect();
+        svc2.metrics.render(&indexes)
+    })
+    .await
+    .unwrap_or_default();
+    Response::builder()
+        .header("content-type", "text/plain; version=0.0.4")
+        .body(full(text))
+        .expect("valid response")
 }
 
 /// Serves a finished export file. Its name holds the job's 128-bit random id, so the URL
@@ -312,6 +367,8 @@ where
     IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let timeout = svc.limits.read_timeout;
+    svc.metrics.connection_opened();
+    let counted = svc.clone();
     let service = service_fn(move |req| {
         let svc = svc.clone();
         async move { Ok::<_, std::convert::Infallible>(handle(svc, req, peer).await) }
@@ -322,6 +379,7 @@ where
         .keep_alive(true)
         .serve_connection(TokioIo::new(io), service)
         .await;
+    counted.metrics.connection_closed();
 }
 
 /// Accepts connections until the listener fails; with `tls`, every connection is HTTPS.

@@ -10,6 +10,7 @@ mod error;
 mod explorer;
 pub mod http;
 pub mod metering;
+pub mod metrics;
 pub mod notify;
 mod openapp;
 pub mod params;
