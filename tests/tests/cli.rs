@@ -390,3 +390,58 @@ fn the_demo_fills_both_indexes_and_serves_them() {
     assert!(f["TrustFlow"].as_i64().unwrap() > 0, "fresh has flows: {f}");
     assert!(f["ExtBackLinks"].as_i64() <= h["ExtBackLinks"].as_i64());
 }
+
+#[test]
+fn serve_reads_every_setting_from_a_config_file_and_flags_win() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let account = linkbase_tests::create_account(&data, "c", [10, 10, 10], &[]);
+    let key = linkbase_tests::create_key(&data, account);
+    let config = dir.path().join("serve.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "data = {:?}\nlisten = \"not an address\"\nfresh_window_days = 30\nno_sandbox = true\ntoken_ttl = \"12h\"\ntrusted_proxies = [\"127.0.0.1\"]\nnotify_allow = [\"10.0.0.0/8\"]\n",
+            data.display().to_string()
+        ),
+    )
+    .unwrap();
+    // The file's bad address is overridden by the flag.
+    let srv = linkbase_tests::Server::spawn(&[
+        "serve",
+        "--config",
+        config.to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+    ]);
+    let r = srv.get(
+        "/api/json",
+        &[("app_api_key", &key), ("cmd", "GetIndexStats")],
+    );
+    assert_eq!(r["Code"], "OK", "{r}");
+    let rows = r["DataTables"]["IndexStats"]["Data"].as_array().unwrap();
+    assert_eq!(rows[1]["WindowDays"], 30, "fresh_window_days from the file");
+    let sandbox = ureq::get(&format!("http://{}/sandbox/api/json", srv.addr))
+        .query("app_api_key", &key)
+        .query("cmd", "GetIndexStats")
+        .call();
+    assert!(sandbox.is_err(), "no_sandbox from the file");
+    drop(srv);
+
+    // Without the flag the file's address is used, and refused by name.
+    let e = linkbase_tests::run_failing(&["serve", "--config", config.to_str().unwrap()]);
+    assert!(e.contains("not an address"), "{e}");
+    // Unknown settings and bad values name the file and the setting.
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "data = \"x\"\ncolour = \"blue\"\n").unwrap();
+    let e = linkbase_tests::run_failing(&["serve", "--config", bad.to_str().unwrap()]);
+    assert!(e.contains("colour") && e.contains("bad.toml"), "{e}");
+    std::fs::write(&bad, "data = \"x\"\ntrusted_proxies = [\"10.0.0.0/40\"]\n").unwrap();
+    let e = linkbase_tests::run_failing(&["serve", "--config", bad.to_str().unwrap()]);
+    assert!(
+        e.contains("trusted_proxies") && e.contains("10.0.0.0/40"),
+        "{e}"
+    );
+    let e = linkbase_tests::run_failing(&["serve"]);
+    assert!(e.contains("--data"), "{e}");
+}

@@ -1,6 +1,7 @@
 //! `linkbase`: the command line of the Linkbase link intelligence engine.
 
 mod keys;
+mod serve_config;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
@@ -8,6 +9,7 @@ use indexes::{DataDir, IndexKind};
 use indicatif::{ProgressBar, ProgressStyle};
 use ingest::{FileSummary, IngestOptions};
 use linkstore::{format_day, BacklinkQuery, Counters, Item, Store, StoreOptions};
+use serve_config::{ServeFlags, ServeOptions};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -108,12 +110,8 @@ enum Command {
     /// Serve the Majestic-compatible API (`/api/json`, `/api/xml`, `/api_command`), the
     /// sandbox under `/sandbox/`, and the OpenApp grant page.
     Serve {
-        #[arg(long)]
-        data: PathBuf,
-        #[arg(long, default_value = "127.0.0.1:8080")]
-        listen: String,
         #[command(flatten)]
-        options: ServeOptions,
+        flags: ServeFlags,
     },
     /// Accounts, API keys, OpenApps and access tokens (works while the server runs).
     Keys(keys::KeysArgs),
@@ -203,32 +201,6 @@ fn parse_size(s: &str) -> std::result::Result<usize, String> {
     n.checked_mul(1 << shift)
         .filter(|&b| b >= 16 << 20)
         .ok_or_else(|| format!("{s:?}: expected at least 16M"))
-}
-
-#[derive(clap::Args)]
-struct ServeOptions {
-    /// Days the fresh index keeps, ending at its newest crawl.
-    #[arg(long, default_value_t = indexes::DEFAULT_WINDOW_DAYS)]
-    fresh_window_days: u32,
-    /// Serve HTTPS with this PEM certificate chain (needs --tls-key).
-    #[arg(long, requires = "tls_key")]
-    tls_cert: Option<PathBuf>,
-    /// The PEM private key of --tls-cert.
-    #[arg(long, requires = "tls_cert")]
-    tls_key: Option<PathBuf>,
-    /// A proxy (address or CIDR range, repeatable) whose X-Forwarded-For names the client.
-    #[arg(long = "trusted-proxy")]
-    trusted_proxies: Vec<accounts::IpRange>,
-    /// Lifetime of access tokens users grant OpenApps on the grant page: 12h, 90d.
-    #[arg(long, default_value = "90d", value_parser = keys::parse_duration)]
-    token_ttl: i64,
-    /// Do not generate or serve the sandbox database.
-    #[arg(long)]
-    no_sandbox: bool,
-    /// An internal address range (repeatable) that download callbacks (NotifyURL) may
-    /// reach; loopback, private and link-local addresses are refused otherwise.
-    #[arg(long = "notify-allow")]
-    notify_allow: Vec<accounts::IpRange>,
 }
 
 fn main() -> Result<()> {
@@ -353,26 +325,13 @@ fn main() -> Result<()> {
             };
             run_flow(&store, &seeds, threads)
         }
-        Command::Serve {
-            data,
-            listen,
-            options,
-        } => serve(&data, &listen, &options, None),
+        Command::Serve { flags } => serve(&flags.resolve()?, None),
         Command::Keys(args) => keys::run(args),
         Command::Demo { dir, listen, pages } => {
             let data = dir.join("data");
             demo(&dir, pages)?;
             let key = demo_key(&data)?;
-            let options = ServeOptions {
-                fresh_window_days: indexes::DEFAULT_WINDOW_DAYS,
-                tls_cert: None,
-                tls_key: None,
-                trusted_proxies: Vec::new(),
-                token_ttl: 90 * 86_400,
-                no_sandbox: false,
-                notify_allow: Vec::new(),
-            };
-            serve(&data, &listen, &options, Some(&key))
+            serve(&ServeOptions::new(data, listen), Some(&key))
         }
     }
 }
@@ -451,12 +410,8 @@ fn context(
     })
 }
 
-fn serve(
-    data: &Path,
-    listen: &str,
-    options: &ServeOptions,
-    example_key: Option<&str>,
-) -> Result<()> {
+fn serve(options: &ServeOptions, example_key: Option<&str>) -> Result<()> {
+    let (data, listen) = (options.data.as_path(), options.listen.as_str());
     let tls = match (&options.tls_cert, &options.tls_key) {
         (Some(c), Some(k)) => Some(server::tls_config(c, k)?),
         _ => None,
@@ -498,7 +453,9 @@ fn serve(
         .enable_all()
         .build()?;
     runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(listen).await?;
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .with_context(|| format!("listening on {listen:?}"))?;
         let addr = listener.local_addr()?;
         // Where `linkbase ingest` finds this server to hand it fresh crawls.
         std::fs::write(data.join("serve.addr"), format!("{addr}\n"))?;
