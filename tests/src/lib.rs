@@ -112,11 +112,13 @@ fn capture(stream: impl Read + Send + 'static, into: Arc<Mutex<String>>) {
 impl Server {
     /// Starts `linkbase serve --data DATA --listen 127.0.0.1:0 EXTRA...` and waits until
     /// it listens.
+    /// It logs every request (`LINKBASE_LOG=server=debug`), so tests that read its output
+    /// see what an operator's debug log would hold.
     pub fn start(data: &Path, extra: &[&str]) -> Server {
         let mut args = vec!["serve", "--data", data.to_str().unwrap()];
         args.extend(["--listen", "127.0.0.1:0"]);
         args.extend(extra);
-        Server::spawn(&args)
+        Server::spawn_env(&args, &[("LINKBASE_LOG", "server=debug,info")])
     }
 
     /// Runs `linkbase ARGS...` (a command that ends by serving) and waits until it

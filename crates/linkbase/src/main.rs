@@ -367,10 +367,7 @@ fn ensure_sandbox(data: &Path) -> Result<DataDir> {
     if building.exists() {
         std::fs::remove_dir_all(&building)?;
     }
-    eprintln!(
-        "building the sandbox database in {}",
-        sandbox.root().display()
-    );
+    tracing::info!(dir = %sandbox.root().display(), "building the sandbox database");
     let spec = webgen::WebSpec::demo(SANDBOX_PAGES);
     let generated = webgen::generate(&spec, &building.join("crawl"), &mut |_, _| {})?;
     {
@@ -410,7 +407,20 @@ fn context(
     })
 }
 
+/// The server's log: structured lines on standard error, at the level `LINKBASE_LOG` sets
+/// (`info` by default; `debug` adds one line per request).
+fn init_server_log() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("LINKBASE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
+}
+
 fn serve(options: &ServeOptions, example_key: Option<&str>) -> Result<()> {
+    init_server_log();
     let (data, listen) = (options.data.as_path(), options.listen.as_str());
     let tls = match (&options.tls_cert, &options.tls_key) {
         (Some(c), Some(k)) => Some(server::tls_config(c, k)?),

@@ -328,10 +328,7 @@ impl Downloads {
     fn refund(&self, job: &Job) {
         if let (Some(accounts), false) = (&self.accounts, job.charged == Units::default()) {
             if let Err(e) = accounts.refund(job.account, job.charged) {
-                eprintln!(
-                    "download {}: refunding {:?} failed: {e}",
-                    job.id, job.charged
-                );
+                tracing::warn!(job = %job.id, error = %e, "refunding a failed download job failed");
             }
         }
     }

@@ -250,8 +250,17 @@ async fn handle(svc: Arc<Service>, req: Request<Incoming>, peer: IpAddr) -> Resp
     .await
     .unwrap_or_else(|e| (None, Err(ApiError::new("InternalError", e.to_string()))));
     let reply = reply.unwrap_or_else(error_reply);
-    svc.metrics
-        .request(cmd.as_deref(), &reply, started.elapsed());
+    let elapsed = started.elapsed();
+    svc.metrics.request(cmd.as_deref(), &reply, elapsed);
+    // One line per request at debug level: the command, never a credential or an item.
+    tracing::debug!(
+        command = cmd.as_deref().unwrap_or(""),
+        code = %reply.code,
+        micros = elapsed.as_micros() as u64,
+        client = ?client,
+        sandbox,
+        "request"
+    );
     render(&reply, format)
 }
 
@@ -412,10 +421,10 @@ pub async fn serve(
             })
             .await;
             match switched {
-                Ok(Ok(Some(name))) => eprintln!("serving historic snapshot {name}"),
+                Ok(Ok(Some(name))) => tracing::info!(snapshot = %name, "serving historic snapshot"),
                 Ok(Err(e)) if e.to_string() != last_error => {
                     last_error = e.to_string();
-                    eprintln!("historic snapshot not switched: {last_error}");
+                    tracing::warn!(error = %last_error, "historic snapshot not switched");
                 }
                 _ => {}
             }
@@ -431,7 +440,7 @@ pub async fn serve(
                 // accepted: pause and go on, reporting at most every 10 s, instead of
                 // letting one failed accept end the server.
                 if last_accept_error.is_none_or(|t| t.elapsed() > Duration::from_secs(10)) {
-                    eprintln!("accepting a connection failed: {e} (retrying)");
+                    tracing::warn!(error = %e, "accepting a connection failed (retrying)");
                     last_accept_error = Some(std::time::Instant::now());
                 }
                 tokio::time::sleep(Duration::from_millis(50)).await;
