@@ -1611,3 +1611,43 @@ fn running_out_of_file_descriptors_does_not_stop_the_server() {
     let _ = child.wait();
     assert!(answered, "serves again once descriptors are free");
 }
+
+#[test]
+fn connections_past_the_cap_are_closed_and_the_server_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let account = create_account(&data, "cap", [10, 10, 10], &[]);
+    let key = create_key(&data, account);
+    let srv = Server::start(&data, &["--no-sandbox", "--max-connections", "4"]);
+    let held: Vec<TcpStream> = (0..4)
+        .map(|_| TcpStream::connect(&srv.addr).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    // The fifth is closed unanswered.
+    let mut fifth = TcpStream::connect(&srv.addr).unwrap();
+    fifth
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let _ = fifth.write_all(b"GET /api/json?cmd=GetSubscriptionInfo HTTP/1.1\r\nHost: x\r\n\r\n");
+    let mut buf = [0u8; 64];
+    assert!(
+        matches!(fifth.read(&mut buf), Ok(0) | Err(_)),
+        "closed without an answer"
+    );
+    drop(held);
+    let mut answered = false;
+    for _ in 0..50 {
+        let r = ureq::get(&format!("http://{}/api/json", srv.addr))
+            .query("app_api_key", &key)
+            .query("cmd", "GetSubscriptionInfo")
+            .call();
+        if let Ok(r) = r {
+            answered = r.into_string().unwrap().contains("\"Code\":\"OK\"");
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(answered, "places come back as connections close");
+    let output = srv.output.lock().unwrap().clone();
+    assert!(output.contains("connection limit reached"), "{output}");
+}

@@ -495,7 +495,10 @@ fn serve(options: &ServeOptions, example_key: Option<&str>) -> Result<()> {
             ctx: std::sync::Arc::new(ctx),
             sandbox,
             accounts: accounts.clone(),
-            limits: server::Limits::default(),
+            limits: server::Limits {
+                max_connections: options.max_connections,
+                ..server::Limits::default()
+            },
             trusted_proxies: options.trusted_proxies.clone(),
             token_ttl: std::time::Duration::from_secs(options.token_ttl.max(1) as u64),
             admin_token: Some(admin_token),

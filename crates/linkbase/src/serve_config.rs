@@ -41,6 +41,9 @@ pub struct ServeFlags {
     /// reach; loopback, private and link-local addresses are refused otherwise.
     #[arg(long = "notify-allow")]
     notify_allow: Vec<accounts::IpRange>,
+    /// Connections open at once; more are closed as soon as accepted (default 4096).
+    #[arg(long)]
+    max_connections: Option<usize>,
 }
 
 /// The configuration file: every flag, each optional.
@@ -58,6 +61,7 @@ struct ServeFile {
     no_sandbox: Option<bool>,
     #[serde(default)]
     notify_allow: Vec<String>,
+    max_connections: Option<usize>,
 }
 
 /// What the server runs with, flags and file merged.
@@ -72,6 +76,7 @@ pub struct ServeOptions {
     pub token_ttl: i64,
     pub no_sandbox: bool,
     pub notify_allow: Vec<accounts::IpRange>,
+    pub max_connections: usize,
 }
 
 impl ServeOptions {
@@ -87,6 +92,7 @@ impl ServeOptions {
             token_ttl: 90 * 86_400,
             no_sandbox: false,
             notify_allow: Vec::new(),
+            max_connections: server::Limits::default().max_connections,
         }
     }
 }
@@ -149,6 +155,11 @@ impl ServeFlags {
             (None, None) => o.token_ttl,
         };
         o.no_sandbox = self.no_sandbox || file.no_sandbox.unwrap_or(false);
+        o.max_connections = self
+            .max_connections
+            .or(file.max_connections)
+            .unwrap_or(o.max_connections)
+            .max(1);
         Ok(o)
     }
 }

@@ -29,6 +29,8 @@ pub struct Limits {
     pub max_body_bytes: usize,
     /// Time a client has to send its request headers, and then its body.
     pub read_timeout: Duration,
+    /// Connections open at once; one more is closed as soon as it is accepted.
+    pub max_connections: usize,
 }
 
 impl Default for Limits {
@@ -36,6 +38,7 @@ impl Default for Limits {
         Limits {
             max_body_bytes: 64 << 10,
             read_timeout: Duration::from_secs(10),
+            max_connections: 4_096,
         }
     }
 }
@@ -432,6 +435,8 @@ pub async fn serve(
     });
     let acceptor = tls.map(tokio_rustls::TlsAcceptor::from);
     let mut last_accept_error: Option<std::time::Instant> = None;
+    let mut last_full: Option<std::time::Instant> = None;
+    let places = Arc::new(tokio::sync::Semaphore::new(svc.limits.max_connections));
     loop {
         let (stream, peer) = match listener.accept().await {
             Ok(connection) => connection,
@@ -447,11 +452,24 @@ pub async fn serve(
                 continue;
             }
         };
+        // Past the cap a connection is closed at once: descriptors stay for the ones held.
+        let Ok(place) = places.clone().try_acquire_owned() else {
+            if last_full.is_none_or(|t| t.elapsed() > Duration::from_secs(10)) {
+                tracing::warn!(
+                    max = svc.limits.max_connections,
+                    "connection limit reached: closing new connections"
+                );
+                last_full = Some(std::time::Instant::now());
+            }
+            drop(stream);
+            continue;
+        };
         let peer = peer.ip();
         let _ = stream.set_nodelay(true);
         let svc = svc.clone();
         let acceptor = acceptor.clone();
         tokio::spawn(async move {
+            let _place = place;
             match acceptor {
                 None => serve_connection(svc, stream, peer).await,
                 Some(acceptor) => {
