@@ -284,6 +284,7 @@ fn main() -> Result<()> {
                 max_per_ref_domain: max_per_domain,
                 max_per_source_url: max_per_source,
                 ref_domain,
+                max_scan: None,
             };
             print_backlinks(&store, &Item::parse(&item)?, &q)
         }

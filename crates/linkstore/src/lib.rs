@@ -33,12 +33,15 @@ pub use metrics::ItemMetrics;
 pub use page::{
     day_of, format_day, parse_day, push_day, CrawlOutcome, OutLink, PageCrawl, PageState,
 };
-pub use read_view::{BacklinkQuery, ReadView, TimelinePoint, TopPage, MAX_BACKLINK_COUNT};
+pub use read_view::{
+    BacklinkPage, BacklinkQuery, ReadView, TimelinePoint, TopPage, MAX_BACKLINK_COUNT,
+};
 pub use record::{
     flags, FlowPair, LinkKind, LinkRecord, LostReason, SourceOutlinks, SOURCE_TOPICS, TARGET_TOPICS,
 };
 pub use ref_domain_query::{
     RefDomainMatch, RefDomainOrder, RefDomainPage, RefDomainQuery, MAX_ANALYSIS_DEPTH,
+    MAX_CANDIDATE_ROWS,
 };
 pub use store::{sibling_path, Store, StoreOptions, FORMAT_VERSION};
 pub use writer::{ApplyStats, ExpireStats, Writer};

@@ -72,6 +72,9 @@ pub struct BacklinkQuery {
     pub max_per_source_url: Option<usize>,
     /// Only links from this referring root domain.
     pub ref_domain: Option<String>,
+    /// Most backlink rows read, matching or not (`None`: no bound, for exports): the
+    /// work a request causes is bounded even when few rows match.
+    pub max_scan: Option<usize>,
 }
 
 impl Default for BacklinkQuery {
@@ -83,6 +86,7 @@ impl Default for BacklinkQuery {
             max_per_ref_domain: None,
             max_per_source_url: None,
             ref_domain: None,
+            max_scan: None,
         }
     }
 }
@@ -92,6 +96,13 @@ impl Default for BacklinkQuery {
 pub struct TopPage {
     pub url: String,
     pub flow: FlowPair,
+}
+
+/// A page of backlinks, and whether the read's budget ended it (more may match).
+#[derive(Debug, Clone, Default)]
+pub struct BacklinkPage {
+    pub rows: Vec<LinkRecord>,
+    pub budget_spent: bool,
 }
 
 /// Links found and lost on one day for one item.
@@ -182,32 +193,47 @@ impl ReadView {
     /// the query's filters and caps. Every row is checked against the item, so a hash
     /// collision can never return another item's links.
     pub fn backlinks(&self, item: &Item, q: &BacklinkQuery) -> Result<Vec<LinkRecord>> {
+        Ok(self.backlink_page(item, q)?.rows)
+    }
+
+    /// [`ReadView::backlinks`], saying whether `q.max_scan` cut the read short.
+    pub fn backlink_page(&self, item: &Item, q: &BacklinkQuery) -> Result<BacklinkPage> {
         let count = q.count.min(MAX_BACKLINK_COUNT);
         let mut rows = Vec::with_capacity(count.min(1024));
         if count == 0 {
-            return Ok(rows);
+            return Ok(BacklinkPage {
+                rows,
+                budget_spent: false,
+            });
         }
-        self.for_each_backlink(item, q, |rec| {
+        let budget_spent = self.for_each_backlink(item, q, |rec| {
             rows.push(rec);
             rows.len() < count
         })?;
-        Ok(rows)
+        Ok(BacklinkPage { rows, budget_spent })
     }
 
     /// Visits the backlinks [`ReadView::backlinks`] would return, without its row limit
     /// (`q.count` is ignored), until `visit` returns false: exports stream through this.
+    /// True when `q.max_scan` rows were read before the item's rows or the visitor ended.
     pub fn for_each_backlink(
         &self,
         item: &Item,
         q: &BacklinkQuery,
         mut visit: impl FnMut(LinkRecord) -> bool,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         let ref_domain = q.ref_domain.as_deref().map(str::to_ascii_lowercase);
         // Links kept per referring domain and per source URL, by hash: 16 bytes each.
         let mut per_domain: HashMap<u64, usize> = HashMap::new();
         let mut per_source: HashMap<u64, usize> = HashMap::new();
         let mut skipped = 0usize;
+        let (mut read, mut budget_spent) = (0usize, false);
         self.scan_backlinks(item, |rec| {
+            if q.max_scan.is_some_and(|max| read >= max) {
+                budget_spent = true;
+                return false;
+            }
+            read += 1;
             if q.exclude_deleted && rec.is_deleted() {
                 return true;
             }
@@ -242,7 +268,8 @@ impl ReadView {
                 return true;
             }
             visit(rec)
-        })
+        })?;
+        Ok(budget_spent)
     }
 
     /// Visits the item's backlinks in key order until `visit` returns false.

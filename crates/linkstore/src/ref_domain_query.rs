@@ -10,6 +10,10 @@ use std::collections::BTreeMap;
 
 /// Most referring domains considered per item.
 pub const MAX_ANALYSIS_DEPTH: usize = 100_000;
+/// Most (item, candidate domain) rows one query reads. Candidates come from every item and
+/// each is read for every item, so the depth per item shrinks with the square of the items:
+/// 1 item up to 100,000 domains, 4 items 62,500, 100 items 100.
+pub const MAX_CANDIDATE_ROWS: usize = 1_000_000;
 
 /// What referring domains are ordered by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,14 +77,21 @@ pub struct RefDomainPage {
     pub rows: Vec<RefDomainMatch>,
     pub considered: usize,
     pub matched: usize,
+    /// The depth used per item, after [`MAX_CANDIDATE_ROWS`].
+    pub depth: usize,
 }
 
 impl ReadView {
     /// The referring domains `q` selects (see [`RefDomainQuery`]). Each item's ranked rows
     /// give its candidates and its own row for them; the other items' rows, and the
-    /// domains' counters and metrics, come in batched reads.
+    /// domains' counters and metrics, come in batched reads. The candidates of all items
+    /// are bounded by [`MAX_CANDIDATE_ROWS`], so are the rows read for them (items x
+    /// candidates).
     pub fn ref_domain_matches(&self, q: &RefDomainQuery) -> Result<RefDomainPage> {
-        let depth = q.depth.min(MAX_ANALYSIS_DEPTH);
+        let depth = q
+            .depth
+            .min(MAX_ANALYSIS_DEPTH)
+            .min(MAX_CANDIDATE_ROWS / q.items.len().max(1).pow(2));
         let mut rows: BTreeMap<String, Vec<Option<RefDomain>>> = BTreeMap::new();
         for (i, item) in q.items.iter().enumerate() {
             for d in self.ref_domains(item, 0, depth)? {
@@ -140,6 +151,7 @@ impl ReadView {
             rows: matches.into_iter().skip(q.from).take(q.count).collect(),
             considered,
             matched,
+            depth,
         })
     }
 }

@@ -756,6 +756,17 @@ fn referring_domains_of_several_items_carry_each_items_row() {
             .collect::<Vec<_>>(),
         names[1..3]
     );
+    // Many items share a bound on the rows read: the depth per item shrinks with the
+    // square of the items.
+    let many = view
+        .ref_domain_matches(&RefDomainQuery {
+            items: vec![t.clone(); 100],
+            depth: 100_000,
+            ..q.clone()
+        })
+        .unwrap();
+    assert_eq!(many.depth, linkstore::MAX_CANDIDATE_ROWS / 10_000);
+    assert_eq!(page.depth, 100, "a depth under the bound is kept");
     // No flows computed here: a topic filter matches nothing.
     let topical = view
         .ref_domain_matches(&RefDomainQuery {
@@ -764,4 +775,50 @@ fn referring_domains_of_several_items_carry_each_items_row() {
         })
         .unwrap();
     assert_eq!((topical.considered, topical.matched), (6, 0));
+}
+
+#[test]
+fn a_scan_budget_bounds_rows_read_even_when_nothing_matches() {
+    let (_dir, store) = open(64);
+    let crawls: Vec<PageCrawl> = (0..30)
+        .map(|i| {
+            html(
+                &format!("http://s{i}.com/"),
+                T0,
+                vec![link("http://t.com/", "x")],
+            )
+        })
+        .collect();
+    apply_all(&store, &crawls);
+    let view = store.read();
+    let item = Item::parse("t.com").unwrap();
+    // A referring domain that matches nothing: every row is read to find out.
+    let q = |max_scan| BacklinkQuery {
+        count: 100,
+        ref_domain: Some("nowhere.org".into()),
+        max_scan,
+        ..Default::default()
+    };
+    let page = view.backlink_page(&item, &q(Some(10))).unwrap();
+    assert!(page.rows.is_empty() && page.budget_spent);
+    let page = view.backlink_page(&item, &q(Some(30))).unwrap();
+    assert!(
+        page.rows.is_empty() && !page.budget_spent,
+        "30 rows fit a budget of 30"
+    );
+    let mut seen = 0;
+    let spent = view
+        .for_each_backlink(
+            &item,
+            &BacklinkQuery {
+                max_scan: Some(12),
+                ..Default::default()
+            },
+            |_| {
+                seen += 1;
+                true
+            },
+        )
+        .unwrap();
+    assert_eq!((seen, spent), (12, true));
 }

@@ -123,6 +123,10 @@ pub fn backlink_params(t: &mut Table, raw: &str, item: &Item, from: i64, total: 
     t.param("TotalMatches", total);
 }
 
+/// Most backlink rows one GetBackLinkData reads, matching or not (caps and filters that
+/// match little would otherwise read every link of a giant item).
+pub const BACKLINK_SCAN_BUDGET: usize = 1_000_000;
+
 fn cap(p: &Params, name: &str) -> Result<Option<usize>, ApiError> {
     let v = p.int(name, -1)?;
     Ok((v >= 0).then_some(v as usize))
@@ -272,10 +276,13 @@ pub(super) fn get_back_link_data(ctx: &Context, p: &Params) -> Result<Reply, Api
         max_per_ref_domain: cap(p, "MaxSourceURLsPerRefDomain")?,
         max_per_source_url: cap(p, "MaxSameSourceURLs")?,
         ref_domain: text_param(p, "RefDomain").map(str::to_string),
+        max_scan: Some(BACKLINK_SCAN_BUDGET),
     };
-    let scanned = view.backlinks(&item, &q).map_err(internal)?;
-    // A scan that stopped short of what it asked for saw every matching row.
-    let exhausted = scanned.len() < depth;
+    let page = view.backlink_page(&item, &q).map_err(internal)?;
+    let scanned = page.rows;
+    // A scan that stopped short of what it asked for, within its budget, saw every
+    // matching row.
+    let exhausted = scanned.len() < depth && !page.budget_spent;
     let mut order: Vec<usize> = (0..scanned.len())
         .filter(|&i| {
             let r = &scanned[i];

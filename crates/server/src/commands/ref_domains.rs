@@ -181,7 +181,7 @@ pub(super) fn get_ref_domains(ctx: &Context, p: &Params) -> Result<Reply, ApiErr
         }
         t.push(cells);
     }
-    t.param("AnalysisDepth", depth as i64);
+    t.param("AnalysisDepth", page.depth as i64);
     t.param("ColumnsForGlobalInfo", global_width as i64);
     t.param("ColumnsPerRequestedDomain", 3);
     t.param("MaxRefDomainTopics", 10);
