@@ -405,6 +405,7 @@ fn context(
         server_version: env!("CARGO_PKG_VERSION").into(),
         server_build: "2026-11-21 00:00:00".into(),
         downloads: server::Downloads::open(&dir.downloads_path(), notify.clone(), refunds)?,
+        admission: Default::default(),
     })
 }
 

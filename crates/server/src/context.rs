@@ -15,6 +15,8 @@ pub struct Context {
     pub server_version: String,
     pub server_build: String,
     pub downloads: crate::downloads::Downloads,
+    /// Heavy requests running now (see [`crate::admission`]).
+    pub admission: crate::admission::Admission,
 }
 
 impl Context {

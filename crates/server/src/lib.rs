@@ -2,6 +2,7 @@
 //! that knows HTTP and the Majestic envelopes.
 
 mod admin;
+pub mod admission;
 pub mod commands;
 mod context;
 pub mod downloads;

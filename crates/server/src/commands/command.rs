@@ -89,6 +89,25 @@ impl Command {
         }
     }
 
+    /// True for commands that scan rows (backlinks, referring domains, anchors, pages):
+    /// they are admitted under [`crate::admission`]'s limits.
+    pub fn is_heavy(self) -> bool {
+        matches!(
+            self,
+            Command::GetBackLinkData
+                | Command::GetRefDomains
+                | Command::GetAnchorText
+                | Command::GetNewLostBackLinks
+                | Command::GetTopics
+                | Command::GetTopPages
+                | Command::GetBackLinksHistory
+                | Command::GetTopBackLinks
+                | Command::GetLinkProfile
+                | Command::GetHostedDomains
+                | Command::GetRefDomainInfo
+        )
+    }
+
     /// What a command that has run costs: `None` for free commands (and for the
     /// downloads, which charge before they queue). Retrieval units count the rows
     /// of every table of the reply.

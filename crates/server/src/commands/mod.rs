@@ -45,6 +45,11 @@ pub fn execute(
             format!("The command '{cmd}' is not in the list of supported commands."),
         )
     })?;
+    let _ticket = if command.is_heavy() {
+        Some(ctx.admission.enter(caller.principal.account)?)
+    } else {
+        None
+    };
     let mut reply = match command {
         Command::DownloadBackLinks => crate::downloads::download_back_links(ctx, caller, p),
         Command::DownloadRefDomainBackLinks => {
