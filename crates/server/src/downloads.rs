@@ -1,10 +1,12 @@
-//! DownloadBackLinks jobs: an export of every backlink of an item into a gzipped CSV,
-//! written by a background thread that streams the ordered backlink scan straight into
-//! the gzip encoder (memory flat in the row count), listed by GetDownloadsList, removed by
-//! DeleteDownloads or after 7 days, and served over HTTP under `/downloads/`.
+//! DownloadBackLinks and DownloadRefDomainBackLinks jobs: an export of an item's backlinks
+//! into a gzipped CSV, written by one of a few worker threads that streams the ordered
+//! backlink scan straight into the gzip encoder (memory flat in the row count), listed by
+//! GetDownloadsList, removed by DeleteDownloads or after 7 days, and served over HTTP
+//! under `/downloads/`. Jobs are capped per account and per server; a failed one gives
+//! its units back.
 //!
 //! Job state is kept in `DATA/downloads/<JobID>.json` beside the file, so jobs survive a
-//! restart (a job that was running when the server stopped is marked failed).
+//! restart (a job that was queued or running when the server stopped is marked failed).
 
 use crate::context::Context;
 use crate::envelope::{Reply, Table};
@@ -30,6 +32,8 @@ pub const EXPIRY_SECONDS: i64 = 7 * 86_400;
 pub const MAX_JOBS_PER_ACCOUNT: usize = 20;
 /// Download jobs a server keeps at most.
 pub const MAX_JOBS: usize = 1_000;
+/// Threads that run download jobs, one job each at a time.
+pub const DOWNLOAD_WORKERS: usize = 2;
 
 /// Majestic's job status codes.
 pub mod status {
@@ -241,6 +245,8 @@ pub struct Downloads {
     notify: crate::notify::NotifyPolicy,
     /// Where failed jobs' charges go back (`None` where nothing is charged: the sandbox).
     accounts: Option<Arc<accounts::Accounts>>,
+    /// Started with the first job.
+    workers: std::sync::OnceLock<Workers>,
 }
 
 impl Downloads {
@@ -261,6 +267,7 @@ impl Downloads {
             cancel: Mutex::new(HashMap::new()),
             notify,
             accounts,
+            workers: std::sync::OnceLock::new(),
         };
         let mut files = Vec::new();
         for entry in std::fs::read_dir(dir)? {
@@ -321,6 +328,10 @@ impl Downloads {
         }
         jobs.insert(job.id.clone(), job.clone());
         Ok(())
+    }
+
+    fn workers(&self) -> &Workers {
+        self.workers.get_or_init(Workers::start)
     }
 
     /// Gives a failed job's charge back (errors reported, not fatal: the job has failed
@@ -700,9 +711,13 @@ fn queue(
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .insert(id.clone(), cancel.clone());
-    let ctx2 = ctx.clone();
-    let id2 = id.clone();
-    std::thread::spawn(move || run(&ctx2, &id2, job, &item, &cancel));
+    downloads.workers().send(Task {
+        ctx: ctx.clone(),
+        id: id.clone(),
+        job,
+        item,
+        cancel,
+    });
     ctx.globals(&mut reply, index, &store)?;
     reply.code = "QueuedForProcessing".into();
     reply.global("DownloadJobID", id.as_str());
@@ -715,7 +730,42 @@ fn queue(
     Ok(reply)
 }
 
-/// A queued job, on its own thread: the export, then the callback if one was asked for.
+/// A queued job, for a worker.
+struct Task {
+    ctx: Arc<Context>,
+    id: String,
+    job: Job,
+    item: Item,
+    cancel: Arc<AtomicBool>,
+}
+
+/// The download workers' queue: [`DOWNLOAD_WORKERS`] threads take jobs in order, so jobs
+/// wait (status 0) rather than each taking a thread.
+struct Workers(Mutex<std::sync::mpsc::Sender<Task>>);
+
+impl Workers {
+    fn start() -> Workers {
+        let (tx, rx) = std::sync::mpsc::channel::<Task>();
+        let rx = Arc::new(Mutex::new(rx));
+        for n in 0..DOWNLOAD_WORKERS {
+            let rx = rx.clone();
+            let _ = std::thread::Builder::new()
+                .name(format!("download-{n}"))
+                .spawn(move || loop {
+                    let task = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
+                    let Ok(t) = task else { return };
+                    run(&t.ctx, &t.id, t.job, &t.item, &t.cancel);
+                });
+        }
+        Workers(Mutex::new(tx))
+    }
+
+    fn send(&self, task: Task) {
+        let _ = self.0.lock().unwrap_or_else(|p| p.into_inner()).send(task);
+    }
+}
+
+/// A queued job, on a worker: the export, then the callback if one was asked for.
 fn run(ctx: &Context, id: &str, job: Job, item: &Item, cancel: &AtomicBool) {
     let d = &ctx.downloads;
     d.update(id, |j| j.status = status::PROCESSING);
