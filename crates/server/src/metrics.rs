@@ -165,18 +165,23 @@ impl Metrics {
                 "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}"
             );
         }
-        out.push_str("# HELP linkbase_index_disk_bytes Table files of an index.\n");
-        out.push_str("# TYPE linkbase_index_disk_bytes gauge\n");
-        for (index, bytes, _) in indexes {
-            let _ = writeln!(
-                out,
-                "linkbase_index_disk_bytes{{index=\"{index}\"}} {bytes}"
-            );
-        }
-        out.push_str("# HELP linkbase_index_backlinks External backlinks of an index.\n");
-        out.push_str("# TYPE linkbase_index_backlinks gauge\n");
-        for (index, _, links) in indexes {
-            let _ = writeln!(out, "linkbase_index_backlinks{{index=\"{index}\"}} {links}");
+        let per_index: [(&str, &str, fn(&(&str, u64, i64)) -> i64); 2] = [
+            (
+                "linkbase_index_disk_bytes",
+                "Table files of an index.",
+                |i| i.1 as i64,
+            ),
+            (
+                "linkbase_index_backlinks",
+                "External backlinks of an index.",
+                |i| i.2,
+            ),
+        ];
+        for (name, help, value) in per_index {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
+            for i in indexes {
+                let _ = writeln!(out, "{name}{{index=\"{}\"}} {}", i.0, value(i));
+            }
         }
         out
     }
