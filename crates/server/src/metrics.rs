@@ -165,22 +165,23 @@ impl Metrics {
                 "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}"
             );
         }
-        let per_index: [(&str, &str, fn(&(&str, u64, i64)) -> i64); 2] = [
+        let per_index = [
             (
                 "linkbase_index_disk_bytes",
                 "Table files of an index.",
-                |i| i.1 as i64,
+                true,
             ),
             (
                 "linkbase_index_backlinks",
                 "External backlinks of an index.",
-                |i| i.2,
+                false,
             ),
         ];
-        for (name, help, value) in per_index {
+        for (name, help, bytes) in per_index {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
-            for i in indexes {
-                let _ = writeln!(out, "{name}{{index=\"{}\"}} {}", i.0, value(i));
+            for &(index, disk, links) in indexes {
+                let v = if bytes { disk as i64 } else { links };
+                let _ = writeln!(out, "{name}{{index=\"{index}\"}} {v}");
             }
         }
         out
