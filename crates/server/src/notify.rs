@@ -101,8 +101,19 @@ impl NotifyPolicy {
                 bad.ip()
             ));
         }
-        let addr = addrs.first().ok_or_else(|| format!("{host}: no address"))?;
-        let tcp = TcpStream::connect_timeout(addr, TIMEOUT).map_err(|e| format!("{addr}: {e}"))?;
+        // The first address that answers (a name may resolve to IPv6 and IPv4 ones).
+        let mut failure = format!("{host}: no address");
+        let mut connected = None;
+        for addr in &addrs {
+            match TcpStream::connect_timeout(addr, TIMEOUT) {
+                Ok(tcp) => {
+                    connected = Some(tcp);
+                    break;
+                }
+                Err(e) => failure = format!("{addr}: {e}"),
+            }
+        }
+        let tcp = connected.ok_or(failure)?;
         tcp.set_read_timeout(Some(TIMEOUT))
             .map_err(|e| e.to_string())?;
         tcp.set_write_timeout(Some(TIMEOUT))
