@@ -120,11 +120,18 @@ fn requests_are_charged_per_the_cost_table() {
         &[("cmd", "GetBackLinkData"), ("item", &hot), ("Count", "1")],
     );
     assert_eq!(code(&r), "InsufficientAnalysisUnits");
-    // A failed command charges nothing either.
+    // A command the account cannot pay even the least of is refused before any work (so
+    // before its malformed item is seen); one it can pay that fails charges nothing.
     let r = api(
         &srv,
         &key,
         &[("cmd", "GetBackLinkData"), ("item", "not a host!")],
+    );
+    assert_eq!(code(&r), "InsufficientAnalysisUnits");
+    let r = api(
+        &srv,
+        &key,
+        &[("cmd", "GetBackLinksHistory"), ("item0", "not a host!")],
     );
     assert_eq!(code(&r), "InvalidItem");
     assert_eq!(remaining(&srv, &key), [3, 300, 89]);

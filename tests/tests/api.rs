@@ -1181,6 +1181,38 @@ fn metrics_count_requests_latencies_units_and_connections() {
 }
 
 #[test]
+fn a_request_that_cannot_pay_its_least_cost_is_refused_before_any_work() {
+    let srv = start();
+    let (_, domain) = hot_items();
+    let data = srv._dir.path().join("data");
+    let poor = create_account(&data, "poor", [10, 4_999, 1_000_000], &[]);
+    let key = create_key(&data, poor);
+    let call = |params: &[(&str, &str)]| {
+        let mut req =
+            ureq::get(&format!("http://{}/api/json", srv.addr)).query("app_api_key", &key);
+        for (k, v) in params {
+            req = req.query(k, v);
+        }
+        serde_json::from_str::<Value>(&req.call().unwrap().into_string().unwrap()).unwrap()
+    };
+    // GetBackLinkData costs at least 5,000 analysis units: with 4,999 left it is refused
+    // before the item is even read (a malformed item would otherwise be the answer).
+    for item in [domain.as_str(), "http://"] {
+        let r = call(&[("cmd", "GetBackLinkData"), ("item", item), ("Count", "10")]);
+        assert_eq!(code(&r), "InsufficientAnalysisUnits", "{item}: {r}");
+    }
+    // A command it can afford runs, and cheap commands are not held back.
+    let r = call(&[("cmd", "GetAnchorText"), ("item", &domain)]);
+    assert_eq!(code(&r), "OK", "{r}");
+    let r = call(&[
+        ("cmd", "GetIndexItemInfo"),
+        ("items", "1"),
+        ("item0", &domain),
+    ]);
+    assert_eq!(code(&r), "OK", "{r}");
+}
+
+#[test]
 fn https_with_the_configured_certificate() {
     let dir = tempfile::tempdir().unwrap();
     let ck = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();

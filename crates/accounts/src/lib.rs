@@ -121,7 +121,8 @@ pub struct Units {
 }
 
 impl Units {
-    fn get(&self, kind: UnitKind) -> u64 {
+    /// The amount of one kind of unit.
+    pub fn get(&self, kind: UnitKind) -> u64 {
         match kind {
             UnitKind::IndexItemInfo => self.index_item_info,
             UnitKind::Analysis => self.analysis,

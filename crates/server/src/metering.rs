@@ -34,6 +34,36 @@ pub struct Caller<'a> {
 }
 
 impl Caller<'_> {
+    /// Refuses, with the code a charge would give, a caller who could not pay `least`
+    /// now (its own allowance and every reseller's above it): checked before a heavy
+    /// command runs, so a request that will be refused does no work. The charge after the
+    /// work stays the one that counts.
+    pub(crate) fn can_pay(&self, least: Units) -> Result<(), ApiError> {
+        if self.sandbox || least == Units::default() {
+            return Ok(());
+        }
+        let usage = self
+            .accounts
+            .usage(self.principal.account)
+            .map_err(|e| ApiError::new("InternalError", e.to_string()))?;
+        for kind in [
+            UnitKind::IndexItemInfo,
+            UnitKind::Analysis,
+            UnitKind::Retrieval,
+        ] {
+            if least.get(kind) > usage.remaining.get(kind) {
+                let refusal = accounts::Insufficient {
+                    kind,
+                    cost: least.get(kind),
+                    remaining: usage.remaining.get(kind),
+                    by_reseller: false,
+                };
+                return Err(ApiError::new(refusal.code(), refusal.to_string()));
+            }
+        }
+        Ok(())
+    }
+
     /// Charges `cost` to the caller (and any reseller above it) and writes the
     /// `Charged*`/`Remaining*` globals, or refuses with the `Insufficient*` code and
     /// charges nothing.

@@ -108,6 +108,30 @@ impl Command {
         )
     }
 
+    /// The least a heavy command can cost (its fixed analysis charge; rows come on top):
+    /// a caller who cannot pay it is refused before any work.
+    pub fn least_cost(self) -> Units {
+        let analysis = match self {
+            Command::GetBackLinkData
+            | Command::GetNewLostBackLinks
+            | Command::GetTopPages
+            | Command::GetTopBackLinks
+            | Command::GetHostedDomains => BACKLINK_ANALYSIS,
+            Command::GetRefDomains
+            | Command::GetAnchorText
+            | Command::GetTopics
+            | Command::GetRefDomainInfo
+            | Command::GetNewLostBackLinkCalendar => SUMMARY_ANALYSIS,
+            Command::GetLinkProfile => LINK_PROFILE_ANALYSIS,
+            Command::GetBackLinksHistory => 10,
+            _ => 0,
+        };
+        Units {
+            analysis,
+            ..Units::default()
+        }
+    }
+
     /// What a command that has run costs: `None` for free commands (and for the
     /// downloads, which charge before they queue). Retrieval units count the rows
     /// of every table of the reply.

@@ -46,6 +46,7 @@ pub fn execute(
         )
     })?;
     let _ticket = if command.is_heavy() {
+        caller.can_pay(command.least_cost())?;
         Some(ctx.admission.enter(caller.principal.account)?)
     } else {
         None
