@@ -41,10 +41,14 @@ pub struct AnchorPage {
     pub total: Option<usize>,
 }
 
-/// An anchor with punctuation and separators turned into single spaces.
-pub fn clean_anchor(text: &str) -> String {
-    let spaced: String = text
-        .to_lowercase()
+/// An anchor as GetAnchorText shows it: lower-cased, and with `cleaned` its punctuation
+/// and separators turned into single spaces (`TextMode=1`).
+pub fn anchor_form(text: &str, cleaned: bool) -> String {
+    let lower = text.to_lowercase();
+    if !cleaned {
+        return lower;
+    }
+    let spaced: String = lower
         .chars()
         .map(|c| if c.is_alphanumeric() { c } else { ' ' })
         .collect();
@@ -52,7 +56,8 @@ pub fn clean_anchor(text: &str) -> String {
 }
 
 impl AnchorFilter {
-    fn accepts(&self, text: &str) -> bool {
+    /// Whether an anchor, in the form the filter was written in, passes.
+    pub fn accepts(&self, text: &str) -> bool {
         match self {
             AnchorFilter::Exact(f) => text == f,
             AnchorFilter::Contains(f) => text.contains(f.as_str()),
@@ -63,13 +68,7 @@ impl AnchorFilter {
 impl ReadView {
     /// The anchors of `item` that `q` selects (see [`AnchorQuery`]).
     pub fn anchor_texts(&self, item: &Item, q: &AnchorQuery) -> Result<AnchorPage> {
-        let form = |t: &str| {
-            if q.cleaned {
-                clean_anchor(t)
-            } else {
-                t.to_lowercase()
-            }
-        };
+        let form = |t: &str| anchor_form(t, q.cleaned);
         let filter = q.filter.as_ref().map(|f| match f {
             AnchorFilter::Exact(t) => AnchorFilter::Exact(form(t)),
             AnchorFilter::Contains(t) => AnchorFilter::Contains(form(t)),

@@ -24,7 +24,7 @@ pub use views::ip_member;
 mod writer;
 
 pub use aggregate::{AnchorText, Counters, RefDomain};
-pub use anchor_query::{clean_anchor, AnchorFilter, AnchorPage, AnchorQuery, ANCHOR_SCAN_LIMIT};
+pub use anchor_query::{anchor_form, AnchorFilter, AnchorPage, AnchorQuery, ANCHOR_SCAN_LIMIT};
 pub use error::{Error, Result};
 pub use flow_update::{FlowUpdate, FlowUpdateReport};
 pub use item::{host_of, normalize_host, normalize_url, root_domain, Item, Level, MAX_URL_LEN};

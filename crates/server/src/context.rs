@@ -1,9 +1,10 @@
 //! What every command reads: the indexes and the server's fixed facts, and the global
 //! variables each data reply carries.
 
-use crate::envelope::{date_time, Reply, Value};
+use crate::envelope::{date_time, Reply};
 use crate::error::ApiError;
 use crate::params::Params;
+use crate::row::Date;
 use indexes::{IndexKind, IndexStats};
 use linkstore::Store;
 use std::sync::Arc;
@@ -50,20 +51,12 @@ impl Context {
         reply.global("IndexBuildDate", date_time(stats.updated_at));
         reply.global("IndexType", i64::from(kind == IndexKind::Fresh));
         reply.global("UniqueIndexID", unique_index_id(&stats));
-        reply.global("FirstBackLinkDate", day_or_empty(stats.first_day));
-        reply.global("MostRecentBackLinkDate", day_or_empty(stats.last_day));
+        reply.global("FirstBackLinkDate", Date(stats.first_day));
+        reply.global("MostRecentBackLinkDate", Date(stats.last_day));
         reply.global("ServerBuild", self.server_build.as_str());
         reply.global("ServerName", self.server_name.as_str());
         reply.global("ServerVersion", self.server_version.as_str());
         Ok(())
-    }
-}
-
-fn day_or_empty(day: u32) -> Value {
-    if day > 0 {
-        Value::Day(day)
-    } else {
-        Value::empty()
     }
 }
 

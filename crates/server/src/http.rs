@@ -1,7 +1,7 @@
 //! The HTTP front: hyper on tokio, HTTP/1.1 keep-alive, `/api/json`, `/api/xml` and
 //! `/api_command` for GET and POST, a bounded body, and timeouts for slow clients.
 
-use crate::commands::execute;
+use crate::commands::{execute, Command};
 use crate::context::Context;
 use crate::envelope::Reply;
 use crate::error::ApiError;
@@ -230,12 +230,13 @@ async fn handle(svc: Arc<Service>, req: Request<Incoming>, peer: IpAddr) -> Resp
         Err(e) => return render(&error_reply(e), format),
     };
     let svc2 = svc.clone();
-    let (cmd, reply) = tokio::task::spawn_blocking(move || {
+    let (command, reply) = tokio::task::spawn_blocking(move || {
         let params = match Params::parse(&query, &body) {
             Ok(p) => p,
             Err(e) => return (None, Err(e)),
         };
-        let cmd = params.get("cmd").map(str::to_string);
+        // Parsed once, before authentication, so metrics name the command either way.
+        let command = params.get("cmd").and_then(|c| c.parse::<Command>().ok());
         let run = || {
             let principal = svc2
                 .accounts
@@ -246,18 +247,24 @@ async fn handle(svc: Arc<Service>, req: Request<Incoming>, peer: IpAddr) -> Resp
                 accounts: &svc2.accounts,
                 sandbox,
             };
-            execute(&ctx, &caller, params.required("cmd")?, &params)
+            let cmd = params.required("cmd")?;
+            execute(
+                &ctx,
+                &caller,
+                command.map_or_else(|| Command::named(cmd), Ok)?,
+                &params,
+            )
         };
-        (cmd, run())
+        (command, run())
     })
     .await
     .unwrap_or_else(|e| (None, Err(ApiError::new("InternalError", e.to_string()))));
     let reply = reply.unwrap_or_else(error_reply);
     let elapsed = started.elapsed();
-    svc.metrics.request(cmd.as_deref(), &reply, elapsed);
+    svc.metrics.request(command, &reply, elapsed);
     // One line per request at debug level: the command, never a credential or an item.
     tracing::debug!(
-        command = cmd.as_deref().unwrap_or(""),
+        command = command.map_or("", Command::name),
         code = %reply.code,
         micros = elapsed.as_micros() as u64,
         client = ?client,

@@ -52,10 +52,9 @@ impl Default for Metrics {
 }
 
 impl Metrics {
-    /// Records one API request: the `cmd` it named, its reply and how long it took.
-    pub fn request(&self, cmd: Option<&str>, reply: &Reply, elapsed: Duration) {
-        let slot = cmd
-            .and_then(|c| c.parse::<Command>().ok())
+    /// Records one API request: the command it named, its reply and how long it took.
+    pub fn request(&self, command: Option<Command>, reply: &Reply, elapsed: Duration) {
+        let slot = command
             .and_then(|c| Command::ALL.iter().position(|x| *x == c))
             .unwrap_or(Command::ALL.len());
         let m = &self.commands[slot];

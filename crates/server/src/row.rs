@@ -98,24 +98,21 @@ impl Date {
     pub fn of(day: i64) -> Date {
         Date(u32::try_from(day).unwrap_or(0))
     }
+}
 
-    /// `yyyy-mm-dd`, or empty for no day.
-    pub fn text(self) -> String {
-        if self.0 > 0 {
-            linkstore::format_day(self.0)
+impl From<Date> for Value {
+    fn from(d: Date) -> Value {
+        if d.0 > 0 {
+            Value::Day(d.0)
         } else {
-            String::new()
+            Value::empty()
         }
     }
 }
 
 impl Cells for Date {
     fn cells(self, out: &mut Vec<Value>) {
-        out.push(if self.0 > 0 {
-            Value::Day(self.0)
-        } else {
-            Value::empty()
-        });
+        out.push(self.into());
     }
 }
 

@@ -8,7 +8,7 @@ use crate::envelope::Reply;
 use crate::error::ApiError;
 use crate::params::Params;
 use crate::row::{table_row, NumText, Row, Topics};
-use linkstore::{AnchorFilter, AnchorQuery, MAX_BACKLINK_COUNT};
+use linkstore::{anchor_form, AnchorFilter, AnchorQuery, BacklinkQuery, MAX_BACKLINK_COUNT};
 
 table_row! {
     /// A Mode 0 `AnchorText` row.
@@ -33,16 +33,6 @@ table_row! {
     }
 }
 
-/// Anchor text as GetAnchorText's `TextMode` shows it: lower-cased (0), or also with
-/// punctuation and separators removed (1).
-fn anchor_form(text: &str, mode: i64) -> String {
-    if mode == 1 {
-        linkstore::clean_anchor(text)
-    } else {
-        text.to_lowercase()
-    }
-}
-
 pub(super) fn get_anchor_text(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
     let (kind, store) = ctx.index(p)?;
     let view = store.read();
@@ -52,18 +42,23 @@ pub(super) fn get_anchor_text(ctx: &Context, p: &Params) -> Result<Reply, ApiErr
     let from = p.int("From", 0)?.max(0) as usize;
     let text_mode = p.int("TextMode", 0)?;
     let mode = p.int("Mode", 0)?;
-    let filter = p
+    let cleaned = text_mode == 1;
+    let filter_text = p
         .get("FilterAnchorText")
-        .map(|f| anchor_form(f, text_mode))
+        .map(|f| anchor_form(f, cleaned))
         .filter(|f| !f.is_empty());
     // Without a mode, a filter text means "contains" (what Majestic does).
-    let filter_mode = p.int("FilterAnchorTextMode", if filter.is_some() { 2 } else { 0 })?;
+    let filter_mode = p.int(
+        "FilterAnchorTextMode",
+        if filter_text.is_some() { 2 } else { 0 },
+    )?;
+    let has_filter_text = filter_text.is_some();
+    let filter = filter_text.and_then(|f| match filter_mode {
+        1 => Some(AnchorFilter::Exact(f)),
+        2 => Some(AnchorFilter::Contains(f)),
+        _ => None,
+    });
     let filter_domain = text_param(p, "FilterRefDomain").map(str::to_ascii_lowercase);
-    let matches = |a: &str| match (&filter, filter_mode) {
-        (Some(f), 1) => a == f,
-        (Some(f), 2) => a.contains(f.as_str()),
-        _ => true,
-    };
     let c = view.counters(&item).map_err(internal)?.unwrap_or_default();
     let mut reply = Reply::ok();
     ctx.globals(&mut reply, kind, &store)?;
@@ -72,12 +67,8 @@ pub(super) fn get_anchor_text(ctx: &Context, p: &Params) -> Result<Reply, ApiErr
             let q = AnchorQuery {
                 from,
                 count,
-                filter: filter.clone().and_then(|f| match filter_mode {
-                    1 => Some(AnchorFilter::Exact(f)),
-                    2 => Some(AnchorFilter::Contains(f)),
-                    _ => None,
-                }),
-                cleaned: text_mode == 1,
+                filter: filter.clone(),
+                cleaned,
             };
             let page = view.anchor_texts(&item, &q).map_err(internal)?;
             let mut t = AnchorRow::table("AnchorText");
@@ -106,20 +97,22 @@ pub(super) fn get_anchor_text(ctx: &Context, p: &Params) -> Result<Reply, ApiErr
             t
         }
         1 | 2 => {
-            if filter.is_none() {
+            if !has_filter_text {
                 return Err(ApiError::new(
                     "MissingParameter",
                     "Mode 1 and 2 need FilterAnchorText",
                 ));
             }
-            // Scan the item's backlinks for the anchor: referring domains (1) or links (2).
+            // Scan the item's backlinks (from one referring domain with FilterRefDomain)
+            // for the anchor: referring domains (1) or links (2).
+            let q = BacklinkQuery {
+                ref_domain: filter_domain.clone(),
+                ..Default::default()
+            };
             let mut links = Vec::new();
-            view.scan_backlinks(&item, |r| {
-                if matches(&anchor_form(&r.anchor_text, text_mode))
-                    && filter_domain
-                        .as_ref()
-                        .is_none_or(|d| *d == domain_of(&r.source_url))
-                {
+            view.for_each_backlink(&item, &q, |r| {
+                let form = anchor_form(&r.anchor_text, cleaned);
+                if filter.as_ref().is_none_or(|f| f.accepts(&form)) {
                     links.push(r);
                 }
                 links.len() < MAX_BACKLINK_COUNT

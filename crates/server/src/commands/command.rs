@@ -108,8 +108,10 @@ impl Command {
         )
     }
 
-    /// The least a heavy command can cost (its fixed analysis charge; rows come on top):
-    /// a caller who cannot pay it is refused before any work.
+    /// A command's fixed analysis charge, the least it can cost ([`Command::cost`] adds a
+    /// retrieval unit per row; 0 for free commands and for the downloads, which charge
+    /// before they queue). A caller who cannot pay it is refused before a heavy command
+    /// runs.
     pub fn least_cost(self) -> Units {
         let analysis = match self {
             Command::GetBackLinkData
@@ -139,13 +141,6 @@ impl Command {
         let rows: u64 = reply
             .billed_rows
             .unwrap_or_else(|| reply.tables.iter().map(|t| t.rows.len() as u64).sum());
-        let analysis = |analysis| {
-            Some(Units {
-                analysis,
-                retrieval: rows,
-                ..Units::default()
-            })
-        };
         match self {
             // 10 analysis units per item (one `Results` row each), as Majestic charges.
             Command::GetBackLinksHistory => Some(Units {
@@ -156,28 +151,28 @@ impl Command {
                 index_item_info: rows,
                 ..Units::default()
             }),
-            Command::GetBackLinkData
-            | Command::GetNewLostBackLinks
-            | Command::GetTopPages
-            | Command::GetTopBackLinks
-            | Command::GetHostedDomains => analysis(BACKLINK_ANALYSIS),
-            Command::GetRefDomains
-            | Command::GetAnchorText
-            | Command::GetTopics
-            | Command::GetNewLostBackLinkCalendar
-            | Command::GetRefDomainInfo => analysis(SUMMARY_ANALYSIS),
-            Command::GetLinkProfile => analysis(LINK_PROFILE_ANALYSIS),
-            Command::GetSubscriptionInfo
-            | Command::GetIndexStats
-            | Command::DownloadBackLinks
-            | Command::DownloadRefDomainBackLinks
-            | Command::GetDownloadsList
-            | Command::DeleteDownloads
-            | Command::CreateSubAccount
-            | Command::SetSubAccountAllowance
-            | Command::GetSubAccounts
-            | Command::CreateSubAccountKey => None,
+            // The fixed analysis charge, and one retrieval unit per row.
+            _ => {
+                let analysis = self.least_cost().analysis;
+                (analysis > 0).then_some(Units {
+                    analysis,
+                    retrieval: rows,
+                    ..Units::default()
+                })
+            }
         }
+    }
+}
+
+impl Command {
+    /// The command a request names in `cmd`, or the refusal Majestic gives an unknown one.
+    pub fn named(cmd: &str) -> Result<Command, crate::error::ApiError> {
+        cmd.parse().map_err(|()| {
+            crate::error::ApiError::new(
+                "FailedRequestViaAPI",
+                format!("The command '{cmd}' is not in the list of supported commands."),
+            )
+        })
     }
 }
 

@@ -114,7 +114,8 @@ pub(super) fn get_hosted_domains(ctx: &Context, p: &Params) -> Result<Reply, Api
             view.domain_addresses(domain)
                 .map_err(internal)?
                 .first()
-                .and_then(|(ip, _)| parse_member(ip))
+                // The member spelling (IPv6 expanded) parses as an address.
+                .and_then(|(ip, _)| ip.parse().ok())
         }
     };
     let mut reply = Reply::ok();
@@ -147,9 +148,4 @@ pub(super) fn get_hosted_domains(ctx: &Context, p: &Params) -> Result<Reply, Api
     reply.tables.push(on_ip);
     reply.tables.push(on_subnet);
     Ok(reply)
-}
-
-/// An address back from its member spelling (IPv6 expanded form parses as is).
-fn parse_member(m: &str) -> Option<IpAddr> {
-    m.parse().ok()
 }

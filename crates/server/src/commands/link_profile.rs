@@ -7,7 +7,7 @@ use crate::envelope::Reply;
 use crate::error::ApiError;
 use crate::params::Params;
 use crate::row::{table_row, Row};
-use linkstore::{Item, ReadView};
+use linkstore::{BacklinkQuery, Item, ReadView};
 use std::collections::BTreeMap;
 
 /// Most items per request.
@@ -55,12 +55,14 @@ fn grid(view: &ReadView, item: &Item, domains: bool) -> Result<BTreeMap<(u8, u8)
             *cells.entry((m.citation_flow, m.trust_flow)).or_default() += 1;
         }
     } else {
-        let mut seen = 0usize;
-        view.scan_backlinks(item, |r| {
+        let q = BacklinkQuery {
+            max_scan: Some(PROFILE_LIMIT),
+            ..Default::default()
+        };
+        view.for_each_backlink(item, &q, |r| {
             let f = r.source_flow;
             *cells.entry((f.citation_flow, f.trust_flow)).or_default() += 1;
-            seen += 1;
-            seen < PROFILE_LIMIT
+            true
         })
         .map_err(internal)?;
     }

@@ -36,15 +36,9 @@ pub const MAX_ITEMS: usize = 100;
 pub fn execute(
     ctx: &std::sync::Arc<Context>,
     caller: &Caller<'_>,
-    cmd: &str,
+    command: Command,
     p: &Params,
 ) -> Result<Reply, ApiError> {
-    let command: Command = cmd.parse().map_err(|()| {
-        ApiError::new(
-            "FailedRequestViaAPI",
-            format!("The command '{cmd}' is not in the list of supported commands."),
-        )
-    })?;
     let _ticket = if command.is_heavy() {
         caller.can_pay(command.least_cost())?;
         Some(ctx.admission.enter(caller.principal.account)?)

@@ -9,24 +9,38 @@ use crate::error::ApiError;
 use crate::params::Params;
 use crate::row::{table_row, Date, Row};
 use indexes::IndexStats;
-use linkstore::{Item, ReadView, Store, MAX_BACKLINK_COUNT};
+use linkstore::{BacklinkQuery, Item, ReadView, Store, MAX_BACKLINK_COUNT};
 
 /// Most backlink rows GetNewLostBackLinks reads looking for links of the range: the work
 /// a request may cause is bounded before it runs (documented in `docs/api.md`).
 pub const NEW_LOST_SCAN_LIMIT: usize = 2_000_000;
 
-/// The request's date range: `datefrom`/`dateto` (also `date_from`/`date_to`, and the
-/// `Dateform` misspelling clients send), each defaulting to the index's most recent
-/// backlink day.
-fn date_range(p: &Params, kind: indexes::IndexKind, store: &Store) -> Result<(u32, u32), ApiError> {
+/// The dates a request gives: `datefrom`/`dateto` (also `date_from`/`date_to`, and the
+/// `Dateform` misspelling clients send), either optional; a start after the end is refused.
+fn date_bounds(p: &Params) -> Result<(Option<u32>, Option<u32>), ApiError> {
     let from = date_param(p, &["datefrom", "date_from", "dateform"])?;
     let to = date_param(p, &["dateto", "date_to"])?;
+    if let (Some(f), Some(t)) = (from, to) {
+        if f > t {
+            return Err(ApiError::new(
+                "InvalidDate",
+                "the start date is after the end date",
+            ));
+        }
+    }
+    Ok((from, to))
+}
+
+/// GetNewLostBackLinks' range: [`date_bounds`], a missing end being the index's most
+/// recent backlink day.
+fn date_range(p: &Params, kind: indexes::IndexKind, store: &Store) -> Result<(u32, u32), ApiError> {
+    let (from, to) = date_bounds(p)?;
     let latest = || -> Result<u32, ApiError> {
         Ok(IndexStats::of(kind, store)
             .map_err(crate::context::index_error)?
             .last_day)
     };
-    let (from, to) = match (from, to) {
+    Ok(match (from, to) {
         (Some(f), Some(t)) => (f, t),
         (Some(f), None) => (f, latest()?.max(f)),
         (None, Some(t)) => (latest()?.min(t), t),
@@ -34,14 +48,7 @@ fn date_range(p: &Params, kind: indexes::IndexKind, store: &Store) -> Result<(u3
             let d = latest()?;
             (d, d)
         }
-    };
-    if from > to {
-        return Err(ApiError::new(
-            "InvalidDate",
-            "the start date is after the end date",
-        ));
-    }
-    Ok((from, to))
+    })
 }
 
 /// Whether a link is new (`lost` false: first seen in the range) or lost (deleted, and
@@ -92,21 +99,23 @@ pub(super) fn get_new_lost_back_links(ctx: &Context, p: &Params) -> Result<Reply
     let (from, to) = date_range(p, kind, &store)?;
     let total = count_in_range(&view, &item, lost, from, to)?;
     let mut t = BackLinkRow::table("BackLinks");
-    let mut scanned = 0usize;
     if count > 0 && total > 0 {
-        view.scan_backlinks(&item, |r| {
-            scanned += 1;
+        let q = BacklinkQuery {
+            max_scan: Some(NEW_LOST_SCAN_LIMIT),
+            ..Default::default()
+        };
+        view.for_each_backlink(&item, &q, |r| {
             if in_range(&r, lost, from, to) {
                 t.add(BackLinkRow::of(&r, -1));
             }
-            t.rows.len() < count && (t.rows.len() as i64) < total && scanned < NEW_LOST_SCAN_LIMIT
+            t.rows.len() < count && (t.rows.len() as i64) < total
         })
         .map_err(internal)?;
     }
     backlink_params(&mut t, raw, &item, 0, total);
     t.param("Mode", i64::from(lost));
-    t.param("DateFrom", Date(from).text());
-    t.param("DateTo", Date(to).text());
+    t.param("DateFrom", Date(from));
+    t.param("DateTo", Date(to));
     let mut reply = Reply::ok();
     ctx.globals(&mut reply, kind, &store)?;
     reply.tables.push(t);
@@ -130,14 +139,8 @@ pub(super) fn get_new_lost_back_link_calendar(
     let view = store.read();
     let raw = p.required("item")?;
     let item = parse_item(raw, "item")?;
-    let from = date_param(p, &["datefrom", "date_from", "dateform"])?.unwrap_or(1);
-    let to = date_param(p, &["dateto", "date_to"])?.unwrap_or(u32::MAX);
-    if from > to {
-        return Err(ApiError::new(
-            "InvalidDate",
-            "the start date is after the end date",
-        ));
-    }
+    let (from, to) = date_bounds(p)?;
+    let (from, to) = (from.unwrap_or(1), to.unwrap_or(u32::MAX));
     let mut t = CalendarRow::table("Calendar");
     for pt in view.timeline(&item, from, to).map_err(internal)? {
         t.add(CalendarRow {

@@ -7,6 +7,7 @@ use crate::envelope::Reply;
 use crate::error::ApiError;
 use crate::params::Params;
 use crate::row::{table_row, Row};
+use linkstore::BacklinkQuery;
 use std::collections::{BTreeMap, HashSet};
 
 /// Most backlinks GetTopics reads (strongest sources first); documented in `docs/api.md`.
@@ -75,7 +76,11 @@ pub(super) fn get_topics(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
     let own = view.metrics(&item).map_err(internal)?.unwrap_or_default();
     let mut per: BTreeMap<String, TopicLinks> = BTreeMap::new();
     let mut scanned = 0usize;
-    view.scan_backlinks(&item, |r| {
+    let q = BacklinkQuery {
+        max_scan: Some(TOPICS_SCAN_LIMIT),
+        ..Default::default()
+    };
+    view.for_each_backlink(&item, &q, |r| {
         scanned += 1;
         for (topic, _) in &r.source_topics {
             let t = per.entry(topic.clone()).or_default();
@@ -85,7 +90,7 @@ pub(super) fn get_topics(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
             }
             t.domains.insert(domain_of(&r.source_url));
         }
-        scanned < TOPICS_SCAN_LIMIT
+        true
     })
     .map_err(internal)?;
     let ttf = |t: &str| {
