@@ -15,7 +15,7 @@ pub mod seeds;
 
 pub use error::{Error, Result};
 pub use graph::Graph;
-pub use rank::{pagerank, rank, Dangling, RankParams, RankResult};
+pub use rank::{pagerank, rank, received, through_pinned, Dangling, RankParams, RankResult};
 pub use seeds::{parse_seeds, read_seeds, Seed};
 
 use linkstore::{host_of, root_domain, FlowPair, Item, ItemMetrics, Level, Store};
@@ -132,7 +132,7 @@ pub fn build(
     progress(&format!("graph: {n} URLs, {} links", g.graph.edges()));
 
     // Seed nodes: every URL under a seed item. A seed matching nothing is an error.
-    let mut seed_weight = vec![0.0f64; n];
+    let mut seed_node = vec![false; n];
     let mut topic_seeds: HashMap<String, Vec<usize>> = HashMap::new();
     let mut by_item: HashMap<&Item, Vec<usize>> = HashMap::new();
     for s in seeds {
@@ -154,7 +154,7 @@ pub fn build(
             });
         }
         for &v in nodes {
-            seed_weight[v] = 1.0;
+            seed_node[v] = true;
         }
         if let Some(t) = &s.topic {
             topic_seeds
@@ -163,19 +163,29 @@ pub fn build(
                 .extend(nodes.iter().map(|&v| g.domain_of_url(v)));
         }
     }
-    let seed_nodes = seed_weight.iter().filter(|&&w| w > 0.0).count();
+    let seed_nodes = seed_node.iter().filter(|&&s| s).count();
 
+    // Both metrics read the citation each URL receives; trust is its part that passed
+    // through a seed (docs/flow.md, "The scale").
     let outdegree: Vec<u32> = (0..n).map(|v| g.graph.outdegree(v) as u32).collect();
     let transposed = g.graph.transpose();
     progress("computing Citation Flow");
     let cf = leaky(&transposed, &outdegree, &vec![1.0; n], params);
     progress(&format!("Citation Flow: {} iterations", cf.iterations));
     progress("computing Trust Flow");
-    let tf = leaky(&transposed, &outdegree, &seed_weight, params);
+    let tf = through_pinned(&transposed, &outdegree, &cf.scores, &seed_node, params);
     progress(&format!("Trust Flow: {} iterations", tf.iterations));
     drop(transposed);
+    let cited: Vec<f64> = cf
+        .scores
+        .iter()
+        .map(|&x| received(x, params.damping))
+        .collect();
+    let trusted = &tf.scores;
 
-    // Topics at root-domain level: one leaky iteration per topic over the domain graph.
+    // Topics at root-domain level: the share of each domain's trusted citation that
+    // passed through the seeds of each topic, one iteration per topic over the domain
+    // graph.
     let domains = g.domains.len();
     let mut dedges = Vec::with_capacity(g.graph.edges() / 4);
     for v in 0..n {
@@ -193,48 +203,59 @@ pub fn build(
     let mut topic_names: Vec<&String> = topic_seeds.keys().collect();
     topic_names.sort();
     let mut domain_topics: Vec<Vec<(usize, f64)>> = vec![Vec::new(); domains];
-    for (ti, topic) in topic_names.iter().enumerate() {
-        progress(&format!("Topical Trust Flow: {topic}"));
-        let mut teleport = vec![0.0; domains];
-        for &d in &topic_seeds[*topic] {
-            teleport[d] = 1.0;
+    if !topic_names.is_empty() {
+        let dcitation = leaky(&dgraph_t, &doutdeg, &vec![1.0; domains], params).scores;
+        let mut seed_domain = vec![false; domains];
+        for v in (0..n).filter(|&v| seed_node[v]) {
+            seed_domain[g.domain_of_url(v)] = true;
         }
-        let r = leaky(&dgraph_t, &doutdeg, &teleport, params);
-        for (d, &score) in r.scores.iter().enumerate() {
-            if score > 0.0 {
-                domain_topics[d].push((ti, score));
+        let all = through_pinned(&dgraph_t, &doutdeg, &dcitation, &seed_domain, params).scores;
+        for (ti, topic) in topic_names.iter().enumerate() {
+            progress(&format!("Topical Trust Flow: {topic}"));
+            let mut pinned = vec![false; domains];
+            for &d in &topic_seeds[*topic] {
+                pinned[d] = true;
+            }
+            let r = through_pinned(&dgraph_t, &doutdeg, &dcitation, &pinned, params);
+            for (d, &score) in r.scores.iter().enumerate() {
+                if score > 0.0 && all[d] > 0.0 {
+                    domain_topics[d].push((ti, (score / all[d]).min(1.0)));
+                }
             }
         }
     }
 
-    // Sums per host and domain.
+    // Sums per host and domain: (received citation, trusted part).
     let mut host_raw = vec![(0.0f64, 0.0f64); g.hosts.len()];
     let mut domain_raw = vec![(0.0f64, 0.0f64); domains];
     for v in 0..n {
         let h = g.host_of[v] as usize;
-        host_raw[h].0 += tf.scores[v];
-        host_raw[h].1 += cf.scores[v];
+        host_raw[h].0 += cited[v];
+        host_raw[h].1 += trusted[v];
         let d = g.domain_of_url(v);
-        domain_raw[d].0 += tf.scores[v];
-        domain_raw[d].1 += cf.scores[v];
+        domain_raw[d].0 += cited[v];
+        domain_raw[d].1 += trusted[v];
     }
-    // An item's topics split its own raw Trust Flow in the proportions of its root
-    // domain's topical scores.
-    let topics_for = |d: usize, raw_tf: f64| -> Vec<(String, u8)> {
-        let total: f64 = domain_topics[d].iter().map(|x| x.1).sum();
-        let mut t: Vec<(String, u8)> = domain_topics[d]
+    // An item's value for a topic takes the share of its trusted citation that its root
+    // domain owes to that topic's seeds.
+    let metrics_of = |d: usize, (cited, trusted): (f64, f64)| -> ItemMetrics {
+        let mut topics: Vec<(String, u8)> = domain_topics[d]
             .iter()
-            .map(|&(ti, s)| {
+            .map(|&(ti, share)| {
                 (
                     topic_names[ti].clone(),
-                    scale::trust_flow(raw_tf * s / total),
+                    scale::trust_flow(cited, trusted * share),
                 )
             })
             .filter(|x| x.1 > 0)
             .collect();
-        t.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-        t.truncate(MAX_TOPICS);
-        t
+        topics.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        topics.truncate(MAX_TOPICS);
+        ItemMetrics {
+            trust_flow: scale::trust_flow(cited, trusted),
+            citation_flow: scale::citation_flow(cited),
+            topics,
+        }
     };
 
     progress("publishing metrics");
@@ -242,11 +263,7 @@ pub fn build(
     // Each URL's flows and topics, made once: every backlink row carries its two ends'.
     let mut url_flows: Vec<(FlowPair, Vec<(String, u8)>)> = Vec::with_capacity(n);
     for v in 0..n {
-        let m = ItemMetrics {
-            trust_flow: scale::trust_flow(tf.scores[v]),
-            citation_flow: scale::citation_flow(cf.scores[v]),
-            topics: topics_for(g.domain_of_url(v), tf.scores[v]),
-        };
+        let m = metrics_of(g.domain_of_url(v), (cited[v], trusted[v]));
         update.put_metrics(&Item::url(g.urls[v].clone()), &m)?;
         let flow = FlowPair {
             trust_flow: m.trust_flow,
@@ -256,12 +273,7 @@ pub fn build(
         url_flows.push((flow, m.topics));
     }
     for (h, name) in g.hosts.iter().enumerate() {
-        let (t, c) = host_raw[h];
-        let m = ItemMetrics {
-            trust_flow: scale::trust_flow(t),
-            citation_flow: scale::citation_flow(c),
-            topics: topics_for(g.domain_of_host[h] as usize, t),
-        };
+        let m = metrics_of(g.domain_of_host[h] as usize, host_raw[h]);
         update.put_metrics(
             &Item {
                 level: Level::SubDomain,
@@ -271,13 +283,7 @@ pub fn build(
         )?;
     }
     for (d, name) in g.domains.iter().enumerate() {
-        let (t, c) = domain_raw[d];
-        let m = ItemMetrics {
-            trust_flow: scale::trust_flow(t),
-            citation_flow: scale::citation_flow(c),
-            topics: topics_for(d, t),
-        };
-        update.put_metrics(&Item::domain(name.clone()), &m)?;
+        update.put_metrics(&Item::domain(name.clone()), &metrics_of(d, domain_raw[d]))?;
     }
     let index: HashMap<&str, usize> = g
         .urls

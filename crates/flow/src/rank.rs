@@ -8,6 +8,8 @@
 //!   vector (classic, normalised PageRank, sums to 1), or dropped ("leaky"), which keeps
 //!   every score independent of parts of the graph it cannot reach: adding an unrelated
 //!   site changes nobody's score. The flow metrics use the leaky form.
+//! - **Pinned nodes** ([`through_pinned`]): the citation that has passed through a seed,
+//!   the trust part of a node's citation.
 //! - **Convergence**: stop when the L1 norm of the change is below `tolerance` times the
 //!   L1 norm of the scores, or after `max_iterations`.
 
@@ -61,11 +63,80 @@ pub fn rank(
     teleport: &[f64],
     params: &RankParams,
 ) -> RankResult {
-    let n = transposed.nodes();
     let d = params.damping;
     let base: Vec<f64> = teleport.iter().map(|t| (1.0 - d) * t).collect();
     let teleport_sum: f64 = teleport.iter().sum();
-    let mut x = base.clone();
+    let redistribute = params.dangling == Dangling::Redistribute && teleport_sum > 0.0;
+    iterate(
+        transposed,
+        outdegree,
+        base.clone(),
+        params,
+        |v, pulled, dangling_mass| {
+            let spread = if redistribute {
+                d * dangling_mass / teleport_sum
+            } else {
+                0.0
+            };
+            base[v] + d * pulled + spread * teleport[v]
+        },
+    )
+}
+
+/// The citation that has passed through at least one pinned node on its way in.
+///
+/// `citation` is a leaky [`rank`] with uniform teleport. A pinned node passes on all of
+/// its own citation (`citation[v]`); any other node passes on only what reached it
+/// through pinned nodes. Returns, per node, the received part: `d * sum over u -> v of
+/// through[u] / outdeg(u)` for unpinned nodes and the whole received citation
+/// ([`received`]) for pinned ones. Never more than the received citation, and
+/// exactly 0 where no pinned node reaches.
+pub fn through_pinned(
+    transposed: &Graph,
+    outdegree: &[u32],
+    citation: &[f64],
+    pinned: &[bool],
+    params: &RankParams,
+) -> RankResult {
+    let d = params.damping;
+    let start: Vec<f64> = (0..citation.len())
+        .map(|v| if pinned[v] { citation[v] } else { 0.0 })
+        .collect();
+    let mut passed = iterate(transposed, outdegree, start, params, |v, pulled, _| {
+        if pinned[v] {
+            citation[v]
+        } else {
+            d * pulled
+        }
+    });
+    for (v, x) in passed.scores.iter_mut().enumerate() {
+        if pinned[v] {
+            *x = received(citation[v], d);
+        }
+    }
+    passed
+}
+
+/// What a node's inbound links bring it in a leaky iteration with uniform teleport: its
+/// score less its own `1 - d` unit.
+pub fn received(citation: f64, damping: f64) -> f64 {
+    (citation - (1.0 - damping)).max(0.0)
+}
+
+/// The power iteration: `x'[v] = update(v, sum over u -> v of x[u] / outdeg(u), mass on
+/// dangling nodes)`, pulled over the transposed graph, one edge-balanced range per thread.
+fn iterate<F>(
+    transposed: &Graph,
+    outdegree: &[u32],
+    start: Vec<f64>,
+    params: &RankParams,
+    update: F,
+) -> RankResult
+where
+    F: Fn(usize, f64, f64) -> f64 + Sync,
+{
+    let n = transposed.nodes();
+    let mut x = start;
     let mut next = vec![0.0f64; n];
     let mut contrib = vec![0.0f64; n];
     let ranges = transposed.balanced_ranges(params.threads.max(1));
@@ -84,12 +155,8 @@ pub fn rank(
                 contrib[u] = x[u] / f64::from(deg);
             }
         }
-        let spread = match params.dangling {
-            Dangling::Redistribute if teleport_sum > 0.0 => d * dangling_mass / teleport_sum,
-            _ => 0.0,
-        };
         let contrib = &contrib;
-        let base = &base;
+        let update = &update;
         let parts: Vec<(f64, f64)> = std::thread::scope(|s| {
             let mut rest: &mut [f64] = &mut next;
             let mut handles = Vec::with_capacity(ranges.len());
@@ -105,7 +172,7 @@ pub fn rank(
                         for &u in transposed.successors(v) {
                             sum += contrib[u as usize];
                         }
-                        let val = base[v] + d * sum + spread * teleport[v];
+                        let val = update(v, sum, dangling_mass);
                         diff += (val - x[v]).abs();
                         total += val;
                         chunk[i] = val;
@@ -171,5 +238,28 @@ mod tests {
         assert!((sum - 1.0).abs() < 1e-9, "{sum}");
         assert!(r.scores[0] > r.scores[1]);
         assert!((r.scores[1] - r.scores[3]).abs() < 1e-12);
+    }
+
+    #[test]
+    fn trust_is_the_citation_that_passed_through_a_pinned_node() {
+        // 0 -> 1 -> 2 and 3 -> 2, 4 -> 0; node 1 pinned.
+        let g = Graph::from_edges(5, vec![(0, 1), (1, 2), (3, 2), (4, 0)]);
+        let t = g.transpose();
+        let out: Vec<u32> = (0..5).map(|v| g.outdegree(v) as u32).collect();
+        let p = RankParams {
+            tolerance: 1e-15,
+            ..Default::default()
+        };
+        let cit = rank(&t, &out, &[1.0; 5], &p).scores;
+        let pinned = [false, true, false, false, false];
+        let trust = through_pinned(&t, &out, &cit, &pinned, &p).scores;
+        assert_eq!(trust[0], 0.0, "upstream of the pinned node");
+        assert!((trust[1] - received(cit[1], 0.85)).abs() < 1e-12);
+        assert!(
+            (trust[2] - 0.85 * cit[1]).abs() < 1e-12,
+            "only the part via 1"
+        );
+        assert!(trust[2] < received(cit[2], 0.85));
+        assert_eq!(trust[3], 0.0);
     }
 }
