@@ -5,14 +5,20 @@
 //! One SQLite database (`DATA/accounts.sqlite`, layout in `docs/format.md`). SQLite,
 //! not the link store's RocksDB, because the operator's `linkbase keys` commands and the
 //! running server must both write it: SQLite's file locks let two processes share one
-//! database, and every charge is one `BEGIN IMMEDIATE` transaction, so metering is exact
-//! across threads and processes and a committed charge survives a `kill -9` (WAL mode).
+//! database.
+//!
+//! Metering (`meter.rs`) is in memory in the one process that charges (the server): a
+//! charge is checked and counted under one lock and made durable by one append to a
+//! journal (`journal.rs`), synced in groups and checkpointed into SQLite every second.
+//! Concurrent charges never overspend, and an acknowledged charge survives `kill -9`.
 //!
 //! This crate knows nothing of HTTP or of the Majestic protocol: it answers "who is
 //! this?" and "may they spend this?".
 
 mod error;
 mod ip;
+mod journal;
+mod meter;
 mod secret;
 
 pub use error::{AuthError, ChargeError, Error, Insufficient, Result};
@@ -29,11 +35,18 @@ use secret::Digest;
 use std::fmt;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// `PRAGMA user_version` of the schema this build writes.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
+
+/// Version 2 adds the generation of the metering journal the `usage` table is
+/// checkpointed at.
+const METER_TABLE: &str = "
+CREATE TABLE meter (id INTEGER PRIMARY KEY CHECK (id = 0), generation INTEGER NOT NULL);
+INSERT INTO meter (id, generation) VALUES (0, 0);
+";
 
 const SCHEMA: &str = "
 CREATE TABLE accounts (
@@ -289,6 +302,7 @@ pub struct Accounts {
     /// Read-only connections for `authenticate`, so checking a credential never waits for
     /// a commit (WAL readers see the last committed state).
     readers: Mutex<Vec<Connection>>,
+    meter: Arc<meter::Meter>,
     clock: Box<dyn Fn() -> i64 + Send + Sync>,
 }
 
@@ -384,40 +398,6 @@ fn account_in(conn: &Connection, id: i64) -> Result<Account> {
     })
 }
 
-fn used_in(conn: &Connection, account: &Account, now: i64) -> rusqlite::Result<Units> {
-    Ok(conn
-        .prepare_cached("SELECT index_item_info_units, analysis_units, retrieval_units FROM usage WHERE account = ?1 AND period = ?2")?
-        .query_row(params![account.id, account.period_at(now)], |r| units_from_row(r, 0))
-        .optional()?
-        .unwrap_or_default())
-}
-
-/// The account and every reseller above it, nearest first.
-fn chain_in(conn: &Connection, id: i64) -> Result<Vec<Account>> {
-    let mut chain = vec![account_in(conn, id)?];
-    while let Some(parent) = chain.last().and_then(|a| a.parent) {
-        if chain.len() > 64 {
-            return Err(Error::Invalid(format!(
-                "account {id}: reseller chain too deep"
-            )));
-        }
-        chain.push(account_in(conn, parent)?);
-    }
-    Ok(chain)
-}
-
-/// What `chain` can still spend: the least, per kind, of each level's allowance less use.
-fn remaining_in(conn: &Connection, chain: &[Account], now: i64) -> Result<Units> {
-    let mut remaining = Units::MAX;
-    for a in chain {
-        let left = a.allowance.zip(used_in(conn, a, now)?, |allowed, used| {
-            allowed.saturating_sub(used)
-        });
-        remaining = remaining.zip(left, u64::min);
-    }
-    Ok(remaining)
-}
-
 impl Accounts {
     /// Opens (creating if needed) the account store at `path`.
     pub fn open(path: &Path) -> Result<Accounts> {
@@ -446,9 +426,12 @@ impl Accounts {
         conn.pragma_update(None, "foreign_keys", "ON")?;
         let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
         match version {
-            0 => {
+            0 | 1 => {
                 let tx = conn.unchecked_transaction()?;
-                tx.execute_batch(SCHEMA)?;
+                if version == 0 {
+                    tx.execute_batch(SCHEMA)?;
+                }
+                tx.execute_batch(METER_TABLE)?;
                 tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
                 tx.commit()?;
             }
@@ -459,10 +442,13 @@ impl Accounts {
                 )))
             }
         }
+        let meter_conn = Connection::open(path).map_err(|e| open_err(e.to_string()))?;
+        meter_conn.busy_timeout(std::time::Duration::from_secs(10))?;
         Ok(Accounts {
             path: path.to_path_buf(),
             conn: Mutex::new(conn),
             readers: Mutex::new(Vec::new()),
+            meter: meter::Meter::new(path, meter_conn),
             clock,
         })
     }
@@ -559,6 +545,7 @@ impl Accounts {
         )?;
         let account = account_in(&tx, id)?;
         tx.commit()?;
+        self.meter.invalidate();
         Ok(account)
     }
 
@@ -578,100 +565,35 @@ impl Accounts {
 
     /// An account's use and what it has left in its current period.
     pub fn usage(&self, id: i64) -> Result<Usage> {
-        let conn = self.conn();
+        let account = self.account(id)?;
         let now = self.now();
-        let chain = chain_in(&conn, id)?;
-        let account = chain[0].clone();
+        let (used, remaining) = self.meter.usage(id, now)?;
         Ok(Usage {
             period: account.period_bounds(now),
-            used: used_in(&conn, &account, now)?,
-            remaining: remaining_in(&conn, &chain, now)?,
+            used,
+            remaining,
             account,
         })
     }
 
-    /// Charges `cost` to an account and every reseller above it, or to none of them: the
-    /// check and the update are one transaction, so concurrent charges (threads or
-    /// processes) never overspend.
+    /// What an account can still spend now (its own allowance and every reseller's
+    /// above it): [`Accounts::usage`]'s `remaining`, from memory in the metering process.
+    pub fn remaining(&self, id: i64) -> Result<Units> {
+        Ok(self.meter.usage(id, self.now())?.1)
+    }
+
+    /// Charges `cost` to an account and every reseller above it, or to none of them. The
+    /// check and the update happen under one lock, so concurrent charges never
+    /// overspend; the charge is in the journal when this returns, so it survives the
+    /// process being killed.
     pub fn charge(&self, id: i64, cost: Units) -> Result<Balance, ChargeError> {
-        let mut conn = self.conn();
-        let now = self.now();
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let chain = chain_in(&tx, id)?;
-        let used = chain
-            .iter()
-            .map(|a| used_in(&tx, a, now))
-            .collect::<rusqlite::Result<Vec<Units>>>()?;
-        let left: Vec<Units> = chain
-            .iter()
-            .zip(&used)
-            .map(|(a, u)| a.allowance.zip(*u, u64::saturating_sub))
-            .collect();
-        let least = |left: &[Units]| left.iter().fold(Units::MAX, |m, l| m.zip(*l, u64::min));
-        for (level, l) in left.iter().enumerate() {
-            if let Some(kind) = KINDS.into_iter().find(|k| cost.get(*k) > l.get(*k)) {
-                return Err(Insufficient {
-                    kind,
-                    cost: cost.get(kind),
-                    remaining: least(&left).get(kind),
-                    by_reseller: level > 0,
-                }
-                .into());
-            }
-        }
-        if !cost.is_zero() {
-            let mut put = tx.prepare_cached(
-                "INSERT INTO usage (account, period, index_item_info_units, analysis_units, retrieval_units) VALUES (?1, ?2, ?3, ?4, ?5)
-                 ON CONFLICT (account, period) DO UPDATE SET
-                   index_item_info_units = excluded.index_item_info_units,
-                   analysis_units = excluded.analysis_units,
-                   retrieval_units = excluded.retrieval_units",
-            )?;
-            for (a, u) in chain.iter().zip(&used) {
-                let after = u.zip(cost, u64::saturating_add);
-                put.execute(params![
-                    a.id,
-                    a.period_at(now),
-                    to_i64(after.index_item_info),
-                    to_i64(after.analysis),
-                    to_i64(after.retrieval)
-                ])?;
-            }
-        }
-        tx.commit()?;
-        let after: Vec<Units> = left
-            .iter()
-            .map(|l| l.zip(cost, u64::saturating_sub))
-            .collect();
-        Ok(Balance {
-            charged: cost,
-            remaining: least(&after),
-        })
+        self.meter.charge(id, cost, self.now())
     }
 
     /// Gives back what a charge took, when the work it paid for failed: the account's and
     /// every reseller's use in the current period goes down by `cost` (never below 0).
     pub fn refund(&self, id: i64, cost: Units) -> Result<()> {
-        let mut conn = self.conn();
-        let now = self.now();
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        for a in chain_in(&tx, id)? {
-            let used = used_in(&tx, &a, now)?;
-            let after = used.zip(cost, u64::saturating_sub);
-            tx.execute(
-                "UPDATE usage SET index_item_info_units = ?3, analysis_units = ?4, retrieval_units = ?5
-                 WHERE account = ?1 AND period = ?2",
-                params![
-                    a.id,
-                    a.period_at(now),
-                    to_i64(after.index_item_info),
-                    to_i64(after.analysis),
-                    to_i64(after.retrieval)
-                ],
-            )?;
-        }
-        tx.commit()?;
-        Ok(())
+        self.meter.refund(id, cost, self.now())
     }
 
     /// Creates an API key for an account. The secret is returned once and never stored.

@@ -42,20 +42,20 @@ impl Caller<'_> {
         if self.sandbox || least == Units::default() {
             return Ok(());
         }
-        let usage = self
+        let remaining = self
             .accounts
-            .usage(self.principal.account)
+            .remaining(self.principal.account)
             .map_err(|e| ApiError::new("InternalError", e.to_string()))?;
         for kind in [
             UnitKind::IndexItemInfo,
             UnitKind::Analysis,
             UnitKind::Retrieval,
         ] {
-            if least.get(kind) > usage.remaining.get(kind) {
+            if least.get(kind) > remaining.get(kind) {
                 let refusal = accounts::Insufficient {
                     kind,
                     cost: least.get(kind),
-                    remaining: usage.remaining.get(kind),
+                    remaining: remaining.get(kind),
                     by_reseller: false,
                 };
                 return Err(ApiError::new(refusal.code(), refusal.to_string()));
