@@ -229,36 +229,28 @@ async fn handle(svc: Arc<Service>, req: Request<Incoming>, peer: IpAddr) -> Resp
         Ok(body) => body,
         Err(e) => return render(&error_reply(e), format),
     };
-    let svc2 = svc.clone();
-    let (command, reply) = tokio::task::spawn_blocking(move || {
-        let params = match Params::parse(&query, &body) {
-            Ok(p) => p,
-            Err(e) => return (None, Err(e)),
-        };
-        // Parsed once, before authentication, so metrics name the command either way.
-        let command = params.get("cmd").and_then(|c| c.parse::<Command>().ok());
-        let run = || {
-            let principal = svc2
-                .accounts
-                .authenticate(credential(&params, cookie.as_deref())?, client)
-                .map_err(|e| ApiError::new(e.code(), e.to_string()))?;
-            let caller = Caller {
-                principal,
-                accounts: &svc2.accounts,
-                sandbox,
-            };
-            let cmd = params.required("cmd")?;
-            execute(
-                &ctx,
-                &caller,
-                command.map_or_else(|| Command::named(cmd), Ok)?,
-                &params,
-            )
-        };
-        (command, run())
-    })
-    .await
-    .unwrap_or_else(|e| (None, Err(ApiError::new("InternalError", e.to_string()))));
+    let params = Params::parse(&query, &body);
+    // Parsed once, before authentication, so metrics name the command either way.
+    let command = params
+        .as_ref()
+        .ok()
+        .and_then(|p| p.get("cmd"))
+        .and_then(|c| c.parse::<Command>().ok());
+    let api = ApiRequest {
+        svc: svc.clone(),
+        ctx,
+        cookie,
+        client,
+        sandbox,
+        command,
+    };
+    let reply = match params {
+        Err(e) => Err(e),
+        Ok(params) if command.is_some_and(Command::is_quick) => api.run(&params),
+        Ok(params) => tokio::task::spawn_blocking(move || api.run(&params))
+            .await
+            .unwrap_or_else(|e| Err(ApiError::new("InternalError", e.to_string()))),
+    };
     let reply = reply.unwrap_or_else(error_reply);
     let elapsed = started.elapsed();
     svc.metrics.request(command, &reply, elapsed);
@@ -272,6 +264,39 @@ async fn handle(svc: Arc<Service>, req: Request<Incoming>, peer: IpAddr) -> Resp
         "request"
     );
     render(&reply, format)
+}
+
+/// An API request between parsing and its reply: who asks, where, for what.
+struct ApiRequest {
+    svc: Arc<Service>,
+    ctx: Arc<Context>,
+    cookie: Option<String>,
+    client: Option<IpAddr>,
+    sandbox: bool,
+    command: Option<Command>,
+}
+
+impl ApiRequest {
+    /// Authenticates the caller and runs the command (charging it).
+    fn run(&self, params: &Params) -> Result<Reply, ApiError> {
+        let principal = self
+            .svc
+            .accounts
+            .authenticate(credential(params, self.cookie.as_deref())?, self.client)
+            .map_err(|e| ApiError::new(e.code(), e.to_string()))?;
+        let caller = Caller {
+            principal,
+            accounts: &self.svc.accounts,
+            sandbox: self.sandbox,
+        };
+        let cmd = params.required("cmd")?;
+        execute(
+            &self.ctx,
+            &caller,
+            self.command.map_or_else(|| Command::named(cmd), Ok)?,
+            params,
+        )
+    }
 }
 
 /// `GET /metrics`: Prometheus' text format, from this machine or with the operator's
