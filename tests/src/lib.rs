@@ -174,6 +174,16 @@ impl Server {
         panic!("{text:?} never printed: {}", self.output.lock().unwrap());
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// True while the server has not exited.
+    pub fn is_running(&mut self) -> bool {
+        self.child.try_wait().is_ok_and(|status| status.is_none())
+    }
+
     /// Kills the server with SIGKILL and waits for it.
     pub fn kill(mut self) {
         let _ = self.child.kill();

@@ -401,7 +401,7 @@ fn serve_reads_every_setting_from_a_config_file_and_flags_win() {
     std::fs::write(
         &config,
         format!(
-            "data = {:?}\nlisten = \"not an address\"\nfresh_window_days = 30\nno_sandbox = true\ntoken_ttl = \"12h\"\ntrusted_proxies = [\"127.0.0.1\"]\nnotify_allow = [\"10.0.0.0/8\"]\n",
+            "data = {:?}\nlisten = \"not an address\"\nfresh_window_days = 30\nno_sandbox = true\ntoken_ttl = \"12h\"\ntrusted_proxies = [\"127.0.0.1\"]\nnotify_allow = [\"10.0.0.0/8\"]\nmax_connections = 100\nwrite_timeout = 10\nmax_heavy = 3\nmax_heavy_per_account = 1\n",
             data.display().to_string()
         ),
     )

@@ -23,7 +23,10 @@ ln -s "$(pwd)/$store" "$data/historic"
 account=$(target/release/linkbase keys --data "$data" account-create --name bench \
     --index-item-info 1000000000000 --analysis 1000000000000000 --retrieval 1000000000000000 2>/dev/null)
 key=$(target/release/linkbase keys --data "$data" create --account "$account" 2>/dev/null)
-target/release/linkbase serve --data "$data" --listen 127.0.0.1:18181 --no-sandbox > target/bench-data/serve.log 2>&1 &
+# One key on 32 connections, as pgbench's 32 clients: heavy requests may all run at once
+# (by default an account runs one per core).
+target/release/linkbase serve --data "$data" --listen 127.0.0.1:18181 --no-sandbox \
+    --max-heavy 32 --max-heavy-per-account 32 > target/bench-data/serve.log 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null' EXIT
 for _ in $(seq 50); do grep -q serving target/bench-data/serve.log && break; sleep 0.2; done

@@ -218,7 +218,8 @@ log "HTTP and wire-protocol load"
 account=$($B keys --data "$root/lb" account-create --name bench --index-item-info 1000000000000 \
     --analysis 1000000000000000 --retrieval 1000000000000000 2>/dev/null)
 key=$($B keys --data "$root/lb" create --account "$account" 2>/dev/null)
-$B serve --data "$root/lb" --listen 127.0.0.1:18183 --no-sandbox > "$root/serve.log" 2>&1 &
+# One key on 32 connections, as pgbench's 32 clients: heavy requests may all run at once.
+$B serve --data "$root/lb" --listen 127.0.0.1:18183 --no-sandbox --max-heavy 32 --max-heavy-per-account 32 > "$root/serve.log" 2>&1 &
 server=$!
 for _ in $(seq 100); do grep -q serving "$root/serve.log" && break; sleep 0.2; done
 enc_hot=$(python3 -c "import urllib.parse,sys; print(urllib.parse.quote(sys.argv[1], safe=''))" "$hot")

@@ -44,6 +44,17 @@ pub struct ServeFlags {
     /// Connections open at once; more are closed as soon as accepted (default 4096).
     #[arg(long)]
     max_connections: Option<usize>,
+    /// Seconds a client may read nothing of a reply before its connection is closed
+    /// (default 30).
+    #[arg(long)]
+    write_timeout: Option<u64>,
+    /// Heavy requests (those that scan rows) running at once (default: two per core, at
+    /// least 4); one more is refused with TooManyConcurrentRequests.
+    #[arg(long)]
+    max_heavy: Option<usize>,
+    /// Heavy requests one account runs at once (default: one per core, at least 2).
+    #[arg(long)]
+    max_heavy_per_account: Option<usize>,
 }
 
 /// The configuration file: every flag, each optional.
@@ -62,6 +73,9 @@ struct ServeFile {
     #[serde(default)]
     notify_allow: Vec<String>,
     max_connections: Option<usize>,
+    write_timeout: Option<u64>,
+    max_heavy: Option<usize>,
+    max_heavy_per_account: Option<usize>,
 }
 
 /// What the server runs with, flags and file merged.
@@ -77,6 +91,10 @@ pub struct ServeOptions {
     pub no_sandbox: bool,
     pub notify_allow: Vec<accounts::IpRange>,
     pub max_connections: usize,
+    /// Seconds.
+    pub write_timeout: u64,
+    pub max_heavy: usize,
+    pub max_heavy_per_account: usize,
 }
 
 impl ServeOptions {
@@ -93,6 +111,9 @@ impl ServeOptions {
             no_sandbox: false,
             notify_allow: Vec::new(),
             max_connections: server::Limits::default().max_connections,
+            write_timeout: server::Limits::default().write_timeout.as_secs(),
+            max_heavy: server::admission::default_limits().0,
+            max_heavy_per_account: server::admission::default_limits().1,
         }
     }
 }
@@ -159,6 +180,21 @@ impl ServeFlags {
             .max_connections
             .or(file.max_connections)
             .unwrap_or(o.max_connections)
+            .max(1);
+        o.write_timeout = self
+            .write_timeout
+            .or(file.write_timeout)
+            .unwrap_or(o.write_timeout)
+            .max(1);
+        o.max_heavy = self
+            .max_heavy
+            .or(file.max_heavy)
+            .unwrap_or(o.max_heavy)
+            .max(1);
+        o.max_heavy_per_account = self
+            .max_heavy_per_account
+            .or(file.max_heavy_per_account)
+            .unwrap_or(o.max_heavy_per_account)
             .max(1);
         Ok(o)
     }

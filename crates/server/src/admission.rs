@@ -1,21 +1,45 @@
 //! Admission of heavy requests (those that scan rows): at most so many run at once in the
-//! server and per account, so one client cannot take every worker; one more is refused at
-//! once (`TooManyConcurrentRequests`), before any work, and charged nothing.
+//! server and per account, so one client cannot take every worker, and none starts while
+//! the replies still being written to clients hold more than a budget of memory (clients
+//! that read slowly); one more is refused at once (`TooManyConcurrentRequests`), before
+//! any work, and charged nothing.
 
 use crate::error::ApiError;
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
-/// Heavy requests running at once, in all.
-pub const MAX_HEAVY: usize = 16;
-/// Heavy requests running at once for one account.
-pub const MAX_HEAVY_PER_ACCOUNT: usize = 4;
+/// Heavy requests are CPU-bound: beyond two per core they add only latency (for every
+/// other request too) and memory (up to a few hundred MB each for 50,000-row replies).
+/// So by default at most two per core run at once in all (at least 4), and one per core
+/// (at least 2) for one account (`serve --max-heavy`, `--max-heavy-per-account`).
+pub fn default_limits() -> (usize, usize) {
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    ((2 * cores).max(4), cores.max(2))
+}
+/// Bytes of replies not yet written to their clients beyond which heavy requests wait.
+pub const REPLY_BUDGET: usize = 256 << 20;
 
-/// The counts of heavy requests running.
+/// The counts of heavy requests running, and the bytes of replies being written.
 pub struct Admission {
     max: usize,
     per_account: usize,
     running: Mutex<(usize, HashMap<i64, usize>)>,
+    reply_budget: usize,
+    replies: Arc<AtomicUsize>,
+}
+
+/// A reply's bytes, counted against the budget until it is written or its connection
+/// closes (dropped with the response body).
+pub struct ReplyHold {
+    replies: Arc<AtomicUsize>,
+    bytes: usize,
+}
+
+impl Drop for ReplyHold {
+    fn drop(&mut self) {
+        self.replies.fetch_sub(self.bytes, Ordering::Relaxed);
+    }
 }
 
 /// A running heavy request's place, given back when dropped.
@@ -26,7 +50,8 @@ pub struct Ticket<'a> {
 
 impl Default for Admission {
     fn default() -> Admission {
-        Admission::new(MAX_HEAVY, MAX_HEAVY_PER_ACCOUNT)
+        let (max, per_account) = default_limits();
+        Admission::new(max, per_account)
     }
 }
 
@@ -36,13 +61,38 @@ impl Admission {
             max,
             per_account,
             running: Mutex::new((0, HashMap::new())),
+            reply_budget: REPLY_BUDGET,
+            replies: Arc::default(),
         }
+    }
+
+    /// Counts a reply of `bytes` until the hold is dropped.
+    pub fn hold_reply(&self, bytes: usize) -> ReplyHold {
+        self.replies.fetch_add(bytes, Ordering::Relaxed);
+        ReplyHold {
+            replies: self.replies.clone(),
+            bytes,
+        }
+    }
+
+    /// Bytes of replies being written now.
+    pub fn reply_bytes(&self) -> usize {
+        self.replies.load(Ordering::Relaxed)
     }
 
     /// A place for one heavy request of `account`, or the refusal.
     pub fn enter(&self, account: i64) -> Result<Ticket<'_>, ApiError> {
         let mut running = self.running.lock().unwrap_or_else(|p| p.into_inner());
         let mine = running.1.get(&account).copied().unwrap_or(0);
+        if self.reply_bytes() >= self.reply_budget {
+            return Err(ApiError::new(
+                "TooManyConcurrentRequests",
+                format!(
+                    "replies of {} MB are still being sent to clients; retry in a moment",
+                    self.reply_bytes() >> 20
+                ),
+            ));
+        }
         if running.0 >= self.max || mine >= self.per_account {
             return Err(ApiError::new(
                 "TooManyConcurrentRequests",

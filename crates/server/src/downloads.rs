@@ -752,6 +752,7 @@ impl Workers {
             let _ = std::thread::Builder::new()
                 .name(format!("download-{n}"))
                 .spawn(move || loop {
+                    crate::priority::background();
                     let task = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
                     let Ok(t) = task else { return };
                     run(&t.ctx, &t.id, t.job, &t.item, &t.cancel);

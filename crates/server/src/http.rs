@@ -31,6 +31,8 @@ pub struct Limits {
     pub read_timeout: Duration,
     /// Connections open at once; one more is closed as soon as it is accepted.
     pub max_connections: usize,
+    /// Time a client may read nothing of a reply before its connection is closed.
+    pub write_timeout: Duration,
 }
 
 impl Default for Limits {
@@ -39,6 +41,7 @@ impl Default for Limits {
             max_body_bytes: 64 << 10,
             read_timeout: Duration::from_secs(10),
             max_connections: 4_096,
+            write_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -75,13 +78,35 @@ pub(crate) fn full(bytes: impl Into<Bytes>) -> Body {
 }
 
 fn render(reply: &Reply, format: Format) -> Response<Body> {
+    render_held(reply, format, None)
+}
+
+/// Renders a reply whose bytes count against `admission`'s reply budget until the body
+/// is written or dropped.
+fn render_held(
+    reply: &Reply,
+    format: Format,
+    admission: Option<&crate::admission::Admission>,
+) -> Response<Body> {
     let (body, ct) = match format {
         Format::Json => (reply.to_json(), "application/json;charset=UTF-8"),
         Format::Xml => (reply.to_xml(), "text/xml;charset=UTF-8"),
     };
+    let body = match admission {
+        Some(a) => {
+            let hold = a.hold_reply(body.len());
+            full(body)
+                .map_frame(move |frame| {
+                    let _counted_until_written = &hold;
+                    frame
+                })
+                .boxed()
+        }
+        None => full(body),
+    };
     Response::builder()
         .header("content-type", ct)
-        .body(full(body))
+        .body(body)
         .expect("valid response")
 }
 
@@ -238,32 +263,28 @@ async fn handle(svc: Arc<Service>, req: Request<Incoming>, peer: IpAddr) -> Resp
         .and_then(|c| c.parse::<Command>().ok());
     let api = ApiRequest {
         svc: svc.clone(),
-        ctx,
+        ctx: ctx.clone(),
         cookie,
         client,
         sandbox,
         command,
     };
-    let reply = match params {
-        Err(e) => Err(e),
-        Ok(params) if command.is_some_and(Command::is_quick) => api.run(&params),
-        Ok(params) => tokio::task::spawn_blocking(move || api.run(&params))
-            .await
-            .unwrap_or_else(|e| Err(ApiError::new("InternalError", e.to_string()))),
-    };
-    let reply = reply.unwrap_or_else(error_reply);
-    let elapsed = started.elapsed();
-    svc.metrics.request(command, &reply, elapsed);
-    // One line per request at debug level: the command, never a credential or an item.
-    tracing::debug!(
-        command = command.map_or("", Command::name),
-        code = %reply.code,
-        micros = elapsed.as_micros() as u64,
-        client = ?client,
-        sandbox,
-        "request"
-    );
-    render(&reply, format)
+    // Heavy commands run and render (up to 50,000 rows of JSON) on a blocking thread,
+    // never on the connections' workers.
+    if params.is_err() || command.is_some_and(Command::is_quick) {
+        return api.answer(params, format, started);
+    }
+    tokio::task::spawn_blocking(move || {
+        crate::priority::background();
+        api.answer(params, format, started)
+    })
+    .await
+    .unwrap_or_else(|e| {
+        render(
+            &error_reply(ApiError::new("InternalError", e.to_string())),
+            format,
+        )
+    })
 }
 
 /// An API request between parsing and its reply: who asks, where, for what.
@@ -277,6 +298,30 @@ struct ApiRequest {
 }
 
 impl ApiRequest {
+    /// Runs the request, counts it in the metrics and the log, and renders the reply.
+    fn answer(
+        &self,
+        params: Result<Params, ApiError>,
+        format: Format,
+        started: std::time::Instant,
+    ) -> Response<Body> {
+        let reply = params
+            .and_then(|p| self.run(&p))
+            .unwrap_or_else(error_reply);
+        let elapsed = started.elapsed();
+        self.svc.metrics.request(self.command, &reply, elapsed);
+        // One line per request at debug level: the command, never a credential or an item.
+        tracing::debug!(
+            command = self.command.map_or("", Command::name),
+            code = %reply.code,
+            micros = elapsed.as_micros() as u64,
+            client = ?self.client,
+            sandbox = self.sandbox,
+            "request"
+        );
+        render_held(&reply, format, Some(&self.ctx.admission))
+    }
+
     /// Authenticates the caller and runs the command (charging it).
     fn run(&self, params: &Params) -> Result<Reply, ApiError> {
         let principal = self
@@ -411,6 +456,7 @@ where
     IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let timeout = svc.limits.read_timeout;
+    let svc_limits = svc.limits.clone();
     svc.metrics.connection_opened();
     let counted = svc.clone();
     let service = service_fn(move |req| {
@@ -421,7 +467,13 @@ where
         .timer(TokioTimer::new())
         .header_read_timeout(timeout)
         .keep_alive(true)
-        .serve_connection(TokioIo::new(io), service)
+        .serve_connection(
+            TokioIo::new(crate::write_timeout::WriteTimeout::new(
+                io,
+                svc_limits.write_timeout,
+            )),
+            service,
+        )
         .await;
     counted.metrics.connection_closed();
 }

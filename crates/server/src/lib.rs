@@ -15,8 +15,10 @@ pub mod metrics;
 pub mod notify;
 mod openapp;
 pub mod params;
+mod priority;
 mod resellers;
 mod row;
+mod write_timeout;
 
 pub use accounts;
 pub use context::Context;

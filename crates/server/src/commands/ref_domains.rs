@@ -102,6 +102,10 @@ fn order(p: &Params) -> Result<Vec<(RefDomainOrder, bool)>, ApiError> {
     Ok(order)
 }
 
+/// Cells a GetRefDomains reply holds at most (rows times columns): 50,000 rows of one
+/// item.
+pub const MAX_REPLY_CELLS: usize = 2_600_000;
+
 pub(super) fn get_ref_domains(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
     let (kind, store) = ctx.index(p)?;
     let view = store.read();
@@ -115,7 +119,11 @@ pub(super) fn get_ref_domains(ctx: &Context, p: &Params) -> Result<Reply, ApiErr
         Err(e) => return Err(e),
     };
     items.truncate(MAX_ITEMS);
-    let count = p.int("Count", 100)?.clamp(0, MAX_BACKLINK_COUNT as i64) as usize;
+    // A row has the global columns and three per item: at 100 items, 50,000 rows would
+    // be 17M cells (about 1 GB of JSON), so the rows fit a cell budget instead.
+    let width = RefDomainRow::columns().len() + 3 * items.len();
+    let count = (p.int("Count", 100)?.clamp(0, MAX_BACKLINK_COUNT as i64) as usize)
+        .min(MAX_REPLY_CELLS / width);
     let from = p.int("From", 0)?.max(0) as usize;
     let depth = p
         .int("AnalysisDepth", 1000)?
