@@ -13,9 +13,10 @@ local queries = {
   "cmd=GetTopPages&Count=20&Query=" .. item,
 }
 local threads = {}
-local n = 0
-local errors = 0
-local last_error = ""
+-- Globals, not locals: done() reads each thread's through thread:get().
+n = 0
+errors = 0
+last_error = ""
 
 function setup(thread)
   table.insert(threads, thread)

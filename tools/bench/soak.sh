@@ -45,6 +45,7 @@ sampler=$!
 (
     for ((i = 2; i < ${#rounds[@]}; i++)); do
         sleep 60
+        [ -e "$work/stop" ] && break
         $B ingest --data "$work/data" --index fresh "${rounds[$i]}" > "$work/ingest-$i.log" 2>&1 ||
             echo "ingest of ${rounds[$i]} failed" >> "$work/ingest-errors.log"
     done
@@ -54,8 +55,11 @@ item=$(python3 -c 'import urllib.parse,sys; print(urllib.parse.quote(sys.argv[1]
     "$(grep -m1 -v '^#' data/demo-seeds.tsv | cut -f1)")
 KEY=$key ITEM=$item wrk -t2 -c16 -d"${minutes}m" --timeout 10s -s tools/bench/soak.lua \
     http://127.0.0.1:18184/ | tee "$work/wrk.txt"
-kill $ingester 2>/dev/null || true
+# No new round after the load; one being ingested finishes.
+touch "$work/stop"
+wait $ingester
 kill -0 $server || { echo "the server exited"; exit 1; }
+curl -s http://127.0.0.1:18184/metrics | grep -E '^linkbase_index_(memtable|block_cache)_bytes' || true
 kill $sampler 2>/dev/null || true
 target/bench-venv/bin/python - "$work/rss.csv" docs/img/soak.png "$minutes" <<'PY'
 import csv, sys

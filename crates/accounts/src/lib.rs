@@ -582,6 +582,13 @@ impl Accounts {
         Ok(self.meter.usage(id, self.now())?.1)
     }
 
+    /// Makes this process the one that meters the store (the server does at start): the
+    /// journals an earlier process left are replayed, and use is kept in memory from now
+    /// on. Fails, naming the store, if another running process meters it.
+    pub fn start_metering(&self) -> Result<()> {
+        self.meter.start()
+    }
+
     /// Charges `cost` to an account and every reseller above it, or to none of them. The
     /// check and the update happen under one lock, so concurrent charges never
     /// overspend; the charge is in the journal when this returns, so it survives the

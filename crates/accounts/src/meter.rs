@@ -237,6 +237,12 @@ impl Meter {
         Ok(f(state.as_mut().expect("set above"), self))
     }
 
+    /// Takes the metering lock now (replaying what an earlier process left), so use is
+    /// read from memory from the first request on.
+    pub fn start(&self) -> Result<()> {
+        self.owned(|_, _| ())
+    }
+
     /// Charges `cost` to `id` and every reseller above it, or refuses and charges nothing.
     pub fn charge(&self, id: i64, cost: Units, now: i64) -> Result<crate::Balance, ChargeError> {
         self.owned(|o, m| o.apply(m, id, now, Change::Charge(cost)))?

@@ -71,6 +71,9 @@ pub struct StoreOptions {
     /// Table files kept open at once (RocksDB `max_open_files`): a served store must not
     /// take every descriptor the process has from its connections.
     pub max_open_files: i32,
+    /// Memtables of all column families together (RocksDB `db_write_buffer_size`): the
+    /// bound on the store's write memory; past it the largest memtable is flushed.
+    pub memtable_bytes: usize,
 }
 
 impl Default for StoreOptions {
@@ -79,6 +82,7 @@ impl Default for StoreOptions {
             hash_bits: 64,
             block_cache_bytes: 512 << 20,
             max_open_files: 512,
+            memtable_bytes: 256 << 20,
         }
     }
 }
@@ -95,6 +99,7 @@ pub struct Store {
     generation: AtomicU8,
     /// One writer at a time: an ingest `Writer` or a `FlowUpdate`.
     pub(crate) write_lock: Mutex<()>,
+    cache: Cache,
 }
 
 /// The smallest key greater than every key starting with `prefix`, if any.
@@ -214,6 +219,7 @@ impl Store {
         db_opts.increase_parallelism(2);
         db_opts.set_max_background_jobs(2);
         db_opts.set_max_open_files(options.max_open_files);
+        db_opts.set_db_write_buffer_size(options.memtable_bytes);
         // Writes skip the WAL (see `Writer::commit`); atomic flushes keep every column
         // family at the same batch boundary, so a crash leaves a consistent earlier state.
         db_opts.set_atomic_flush(true);
@@ -239,6 +245,7 @@ impl Store {
             path,
             generation: AtomicU8::new(generation),
             write_lock: Mutex::new(()),
+            cache,
         })
     }
 
@@ -338,6 +345,18 @@ impl Store {
             .map(|v| Counters::decode(&v))
             .transpose()
             .map(Option::unwrap_or_default)
+    }
+
+    /// Memory the store holds now: its memtables and its block cache, bytes.
+    pub fn memory_bytes(&self) -> Result<(u64, u64)> {
+        let mut memtables = 0;
+        for &name in ALL_CFS {
+            memtables += self
+                .db
+                .property_int_value_cf(self.cf(name), "rocksdb.cur-size-all-mem-tables")?
+                .unwrap_or(0);
+        }
+        Ok((memtables, self.cache.get_usage() as u64))
     }
 
     /// Approximate bytes on disk of every column family (SST files).

@@ -367,12 +367,21 @@ async fn metrics(svc: &Arc<Service>, req: &Request<Incoming>, peer: IpAddr) -> R
     }
     let svc2 = svc.clone();
     let text = tokio::task::spawn_blocking(move || {
-        let indexes: Vec<(&str, u64, i64)> = IndexKind::ALL
+        let indexes: Vec<crate::metrics::IndexGauges> = IndexKind::ALL
             .into_iter()
             .map(|kind| {
                 let store = svc2.ctx.store(kind);
-                let links = store.read().index_counters().map_or(0, |c| c.ext_backlinks);
-                (kind.as_str(), store.disk_bytes().unwrap_or(0), links)
+                let (memtable_bytes, block_cache_bytes) = store.memory_bytes().unwrap_or((0, 0));
+                crate::metrics::IndexGauges {
+                    index: kind.as_str(),
+                    disk_bytes: store.disk_bytes().unwrap_or(0),
+                    backlinks: store
+                        .read()
+                        .index_counters()
+                        .map_or(0, |c| c.ext_backlinks.max(0) as u64),
+                    memtable_bytes,
+                    block_cache_bytes,
+                }
             })
             .collect();
         svc2.metrics.render(&indexes)

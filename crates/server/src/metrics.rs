@@ -51,6 +51,15 @@ impl Default for Metrics {
     }
 }
 
+/// What `/metrics` reports of one index.
+pub struct IndexGauges {
+    pub index: &'static str,
+    pub disk_bytes: u64,
+    pub backlinks: u64,
+    pub memtable_bytes: u64,
+    pub block_cache_bytes: u64,
+}
+
 impl Metrics {
     /// Records one API request: the command it named, its reply and how long it took.
     pub fn request(&self, command: Option<Command>, reply: &Reply, elapsed: Duration) {
@@ -87,7 +96,7 @@ impl Metrics {
     }
 
     /// The text exposition; `indexes` are (name, bytes on disk, external backlinks).
-    pub fn render(&self, indexes: &[(&str, u64, i64)]) -> String {
+    pub fn render(&self, indexes: &[IndexGauges]) -> String {
         let mut out = String::new();
         let names = Command::ALL
             .iter()
@@ -164,23 +173,32 @@ impl Metrics {
                 "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}"
             );
         }
-        let per_index = [
+        let per_index: [(&str, &str, fn(&IndexGauges) -> u64); 4] = [
             (
                 "linkbase_index_disk_bytes",
                 "Table files of an index.",
-                true,
+                |g| g.disk_bytes,
             ),
             (
                 "linkbase_index_backlinks",
                 "External backlinks of an index.",
-                false,
+                |g| g.backlinks,
+            ),
+            (
+                "linkbase_index_memtable_bytes",
+                "Memtables of an index (RocksDB), bounded by its memtable budget.",
+                |g| g.memtable_bytes,
+            ),
+            (
+                "linkbase_index_block_cache_bytes",
+                "Block cache of an index in use (RocksDB), bounded by its size.",
+                |g| g.block_cache_bytes,
             ),
         ];
-        for (name, help, bytes) in per_index {
+        for (name, help, value) in per_index {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge");
-            for &(index, disk, links) in indexes {
-                let v = if bytes { disk as i64 } else { links };
-                let _ = writeln!(out, "{name}{{index=\"{index}\"}} {v}");
+            for g in indexes {
+                let _ = writeln!(out, "{name}{{index=\"{}\"}} {}", g.index, value(g));
             }
         }
         out
