@@ -51,6 +51,9 @@ impl Default for Metrics {
     }
 }
 
+/// A per-index gauge: its name, its help text and how to read it.
+type IndexGauge = (&'static str, &'static str, fn(&IndexGauges) -> u64);
+
 /// What `/metrics` reports of one index.
 pub struct IndexGauges {
     pub index: &'static str,
@@ -173,7 +176,7 @@ impl Metrics {
                 "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}"
             );
         }
-        let per_index: [(&str, &str, fn(&IndexGauges) -> u64); 4] = [
+        let per_index: [IndexGauge; 4] = [
             (
                 "linkbase_index_disk_bytes",
                 "Table files of an index.",
