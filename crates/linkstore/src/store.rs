@@ -87,6 +87,15 @@ impl Default for StoreOptions {
     }
 }
 
+/// What a store holds in memory (`Store::memory`), bytes.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StoreMemory {
+    pub memtables: u64,
+    pub block_cache: u64,
+    /// Open table files' readers outside the block cache.
+    pub table_readers: u64,
+}
+
 /// A backlink database on disk.
 pub struct Store {
     /// What readers see once a writer publishes (`publish`); `None`: the latest writes.
@@ -347,16 +356,20 @@ impl Store {
             .map(Option::unwrap_or_default)
     }
 
-    /// Memory the store holds now: its memtables and its block cache, bytes.
-    pub fn memory_bytes(&self) -> Result<(u64, u64)> {
-        let mut memtables = 0;
+    /// Memory the store holds now, bytes.
+    pub fn memory(&self) -> Result<StoreMemory> {
+        let mut m = StoreMemory {
+            block_cache: self.cache.get_usage() as u64,
+            ..StoreMemory::default()
+        };
         for &name in ALL_CFS {
-            memtables += self
-                .db
-                .property_int_value_cf(self.cf(name), "rocksdb.cur-size-all-mem-tables")?
-                .unwrap_or(0);
+            let cf = self.cf(name);
+            let prop = |p: &str| self.db.property_int_value_cf(cf, p);
+            // All memtables, those flushed but still held by readers included.
+            m.memtables += prop("rocksdb.size-all-mem-tables")?.unwrap_or(0);
+            m.table_readers += prop("rocksdb.estimate-table-readers-mem")?.unwrap_or(0);
         }
-        Ok((memtables, self.cache.get_usage() as u64))
+        Ok(m)
     }
 
     /// Approximate bytes on disk of every column family (SST files).

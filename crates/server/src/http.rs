@@ -371,7 +371,7 @@ async fn metrics(svc: &Arc<Service>, req: &Request<Incoming>, peer: IpAddr) -> R
             .into_iter()
             .map(|kind| {
                 let store = svc2.ctx.store(kind);
-                let (memtable_bytes, block_cache_bytes) = store.memory_bytes().unwrap_or((0, 0));
+                let memory = store.memory().unwrap_or_default();
                 crate::metrics::IndexGauges {
                     index: kind.as_str(),
                     disk_bytes: store.disk_bytes().unwrap_or(0),
@@ -379,8 +379,9 @@ async fn metrics(svc: &Arc<Service>, req: &Request<Incoming>, peer: IpAddr) -> R
                         .read()
                         .index_counters()
                         .map_or(0, |c| c.ext_backlinks.max(0) as u64),
-                    memtable_bytes,
-                    block_cache_bytes,
+                    memtable_bytes: memory.memtables,
+                    block_cache_bytes: memory.block_cache,
+                    table_readers_bytes: memory.table_readers,
                 }
             })
             .collect();

@@ -61,6 +61,7 @@ pub struct IndexGauges {
     pub backlinks: u64,
     pub memtable_bytes: u64,
     pub block_cache_bytes: u64,
+    pub table_readers_bytes: u64,
 }
 
 impl Metrics {
@@ -176,7 +177,7 @@ impl Metrics {
                 "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}"
             );
         }
-        let per_index: [IndexGauge; 4] = [
+        let per_index: [IndexGauge; 5] = [
             (
                 "linkbase_index_disk_bytes",
                 "Table files of an index.",
@@ -196,6 +197,11 @@ impl Metrics {
                 "linkbase_index_block_cache_bytes",
                 "Block cache of an index in use (RocksDB), bounded by its size.",
                 |g| g.block_cache_bytes,
+            ),
+            (
+                "linkbase_index_table_readers_bytes",
+                "Open table files' readers of an index outside the block cache (RocksDB).",
+                |g| g.table_readers_bytes,
             ),
         ];
         for (name, help, value) in per_index {
