@@ -4,5 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh test
+# The abuse test holds 2,000 connections from each side: lift the descriptor limit to
+# what the system allows.
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 cargo build --release --workspace --bins
 cargo test --release --workspace "$@"

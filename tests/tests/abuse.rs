@@ -51,8 +51,26 @@ fn enc(s: &str) -> String {
     url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
 }
 
+/// The soft limit on open descriptors (`ulimit -n`) this process and the server it
+/// starts run under.
+fn open_files_limit() -> u64 {
+    let limits = std::fs::read_to_string("/proc/self/limits").unwrap();
+    limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .and_then(|l| l.split_whitespace().nth(3))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(u64::MAX)
+}
+
 #[test]
 fn a_well_behaved_client_is_served_while_others_abuse_the_server() {
+    assert!(
+        open_files_limit() >= 4_500,
+        "2,000 idle connections need both ends' descriptors: run with `ulimit -n` of at \
+         least 4,500 (scripts/test.sh raises it to the hard limit), not {}",
+        open_files_limit()
+    );
     let dir = tempfile::tempdir().unwrap();
     // A web whose hot page has about 60,000 backlinks.
     let spec = webgen::WebSpec {
