@@ -47,7 +47,7 @@ done
 grep -o '"Count":[0-9]*' target/bench-data/50k.json | head -1
 echo "== DownloadBackLinks of the whole hot target"
 start=$(date +%s.%N)
-id=$(curl -s "$base&cmd=DownloadBackLinks&Query=$hot" | grep -o '"DownloadJobID":"[0-9A-F]*"' | cut -d'"' -f4)
+id=$(curl -s "$base&cmd=DownloadBackLinks&Query=$hot&SkipIfAnalysisCostGreaterThan=100000000" | grep -o '"DownloadJobID":"[0-9A-F]*"' | cut -d'"' -f4)
 while ! curl -s "$base&cmd=GetDownloadsList&DownloadJobID=$id" | grep -q '"Status":4'; do sleep 0.2; done
 end=$(date +%s.%N)
 rows=$(curl -s "$base&cmd=GetDownloadsList&DownloadJobID=$id" | grep -o '"AnalysisProgressInfo":"[0-9]*' | grep -o '[0-9]*$')
