@@ -117,6 +117,24 @@ fn load_used(conn: &Connection, account: i64, period: i64) -> rusqlite::Result<U
         .unwrap_or_default())
 }
 
+/// The totals of every journal in `found` from generation `from` on, the last entry of an
+/// account and period winning; `None` if one disappeared while being read (a checkpoint
+/// removed it).
+fn replay(base: &Path, found: &[u64], from: u64) -> Result<Option<HashMap<(i64, i64), Units>>> {
+    let mut totals = HashMap::new();
+    for &g in found.iter().filter(|&&g| g >= from) {
+        let entries = journal::read(base, g).map_err(|e| io_error(&journal::path(base, g), e))?;
+        let Some(entries) = entries else {
+            return Ok(None);
+        };
+        for e in entries {
+            totals.insert((e.account, e.period), e.used);
+        }
+    }
+    Ok(Some(totals))
+}
+
+/// Commits of other connections change it; this connection's own do not.
 fn data_version(conn: &Connection) -> rusqlite::Result<i64> {
     conn.query_row("PRAGMA data_version", [], |r| r.get(0))
 }
@@ -183,15 +201,8 @@ impl Meter {
         let mut conn = lock(&self.conn);
         let checkpointed = checkpointed_generation(&conn)?;
         let found = journal::generations(&self.base).map_err(|e| io_error(&self.base, e))?;
-        let mut totals = HashMap::new();
-        for &g in found.iter().filter(|&&g| g >= checkpointed) {
-            let entries = journal::read(&self.base, g)
-                .map_err(|e| io_error(&journal::path(&self.base, g), e))?
-                .unwrap_or_default();
-            for e in entries {
-                totals.insert((e.account, e.period), e.used);
-            }
-        }
+        // Under the lock no journal goes away while it is read.
+        let totals = replay(&self.base, &found, checkpointed)?.unwrap_or_default();
         let generation = found.last().copied().unwrap_or(0).max(checkpointed) + 1;
         let journal_at = journal::path(&self.base, generation);
         let journal =
@@ -288,23 +299,12 @@ impl Meter {
                 std::thread::sleep(Duration::from_millis(1));
                 continue;
             }
-            let mut complete = true;
-            for g in found.into_iter().filter(|&g| g >= generation) {
-                let Some(entries) = journal::read(&self.base, g)
-                    .map_err(|e| io_error(&journal::path(&self.base, g), e))?
-                else {
-                    complete = false;
-                    break;
-                };
-                for e in entries {
-                    for l in levels.iter_mut() {
-                        if (l.account, l.period) == (e.account, e.period) {
-                            l.used = e.used;
-                        }
+            if let Some(totals) = replay(&self.base, &found, generation)? {
+                for l in levels.iter_mut() {
+                    if let Some(used) = totals.get(&(l.account, l.period)) {
+                        l.used = *used;
                     }
                 }
-            }
-            if complete {
                 return Ok((levels[0].used, least_left(&levels)));
             }
         }
@@ -378,7 +378,6 @@ impl Meter {
             }
             return Err(e.into());
         }
-        o.data_version = data_version(&lock(&self.conn)).unwrap_or(o.data_version);
         for g in journal::generations(&self.base).unwrap_or_default() {
             if g < generation {
                 let _ = std::fs::remove_file(journal::path(&self.base, g));
