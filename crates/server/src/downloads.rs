@@ -1,6 +1,7 @@
 //! DownloadBackLinks and DownloadRefDomainBackLinks jobs: an export of an item's backlinks
 //! into a gzipped CSV, written by one of a few worker threads that streams the ordered
-//! backlink scan straight into the gzip encoder (memory flat in the row count), listed by
+//! backlink scan into a gzip writer compressing on every core (memory flat in the row
+//! count; [`crate::parallel_gzip`]), listed by
 //! GetDownloadsList, removed by DeleteDownloads or after 7 days, and served over HTTP
 //! under `/downloads/`. Jobs are capped per account and per server; a failed one gives
 //! its units back.
@@ -12,10 +13,10 @@ use crate::context::Context;
 use crate::envelope::{Reply, Table};
 use crate::error::ApiError;
 use crate::metering::{self, Caller};
+use crate::parallel_gzip::ParallelGzWriter;
 use crate::params::Params;
 use crate::row::{table_row, Row};
 use accounts::Units;
-use flate2::write::GzEncoder;
 use flate2::Compression;
 use indexes::IndexKind;
 use linkstore::{format_day, BacklinkQuery, Item, LinkRecord, ReadView, Store};
@@ -437,30 +438,92 @@ fn csv_field(out: &mut impl Write, s: &str) -> std::io::Result<()> {
     }
 }
 
-/// Topic and value of an item's strongest topic, cached (the cache is bounded).
+/// Topic and value of each referring domain's strongest topic, cached (the cache is
+/// bounded): rows of one domain come in runs.
 struct TopicCache {
-    map: HashMap<Item, (String, String)>,
+    map: HashMap<String, (String, String)>,
 }
 
 impl TopicCache {
-    fn get(&mut self, view: &ReadView, item: Item) -> linkstore::Result<(String, String)> {
-        if let Some(v) = self.map.get(&item) {
-            return Ok(v.clone());
+    fn get(&mut self, view: &ReadView, domain: &str) -> linkstore::Result<&(String, String)> {
+        if !self.map.contains_key(domain) {
+            if self.map.len() > 100_000 {
+                self.map.clear();
+            }
+            let v = match view
+                .metrics(&Item::domain(domain.to_string()))?
+                .and_then(|m| m.topics.first().cloned())
+            {
+                Some((t, v)) => (t, v.to_string()),
+                None => (String::new(), String::new()),
+            };
+            self.map.insert(domain.to_string(), v);
         }
-        if self.map.len() > 100_000 {
-            self.map.clear();
-        }
-        let v = match view.metrics(&item)?.and_then(|m| m.topics.first().cloned()) {
-            Some((t, v)) => (t, v.to_string()),
-            None => (String::new(), String::new()),
-        };
-        self.map.insert(item, v.clone());
-        Ok(v)
+        Ok(&self.map[domain])
     }
 }
 
-/// Writes the backlinks of `item` that `what` selects to `path` (gzip CSV); returns the
-/// row count.
+/// Writes one backlink as a CSV line (the columns of [`CSV_HEADER`]).
+fn write_csv_row(
+    out: &mut impl Write,
+    r: &LinkRecord,
+    domain_topic: &(String, String),
+) -> std::io::Result<()> {
+    let flag = |b: bool| if b { "1" } else { "" };
+    let mut num = itoa::Buffer::new();
+    let (src_topic, src_topic_value) = r
+        .source_topics
+        .first()
+        .map_or(("", 0), |(t, v)| (t.as_str(), *v));
+    let text: [&str; 3] = [&r.target_url, &r.source_url, &r.anchor_text];
+    for (i, f) in text.iter().enumerate() {
+        if i > 0 {
+            out.write_all(b",")?;
+        }
+        csv_field(out, f)?;
+    }
+    write!(
+        out,
+        ",{},{}",
+        format_day(r.last_seen),
+        format_day(r.first_seen)
+    )?;
+    for f in [
+        flag(r.is_nofollow()),
+        flag(r.kind == linkstore::LinkKind::Image),
+        flag(r.kind == linkstore::LinkKind::Redirect),
+        flag(r.kind == linkstore::LinkKind::Frame),
+        flag(r.is_deleted()),
+        "",
+        "",
+    ] {
+        out.write_all(b",")?;
+        out.write_all(f.as_bytes())?;
+    }
+    for v in [
+        r.source_flow.citation_flow,
+        r.source_flow.trust_flow,
+        r.target_flow.citation_flow,
+        r.target_flow.trust_flow,
+    ] {
+        out.write_all(b",")?;
+        out.write_all(num.format(v).as_bytes())?;
+    }
+    out.write_all(b",")?;
+    csv_field(out, src_topic)?;
+    out.write_all(b",")?;
+    if !src_topic.is_empty() {
+        out.write_all(num.format(src_topic_value).as_bytes())?;
+    }
+    out.write_all(b",")?;
+    csv_field(out, &domain_topic.0)?;
+    out.write_all(b",")?;
+    csv_field(out, &domain_topic.1)?;
+    out.write_all(b"\n")
+}
+
+/// Writes the backlinks of `item` that `what` selects to `path` (gzip CSV, compressed on
+/// every core while this thread reads and formats); returns the row count.
 fn export(
     store: &Store,
     item: &Item,
@@ -469,8 +532,14 @@ fn export(
     cancel: &AtomicBool,
 ) -> Result<u64, String> {
     let file = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut out = GzEncoder::new(BufWriter::with_capacity(1 << 20, file), Compression::fast());
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let io = |e: std::io::Error| e.to_string();
+    let mut out = ParallelGzWriter::new(
+        BufWriter::with_capacity(1 << 20, file),
+        Compression::fast(),
+        threads,
+    )
+    .map_err(io)?;
     out.write_all(CSV_HEADER.join(",").as_bytes()).map_err(io)?;
     out.write_all(b"\n").map_err(io)?;
     let mut rows = 0u64;
@@ -478,7 +547,6 @@ fn export(
         map: HashMap::new(),
     };
     let mut failure: Option<String> = None;
-    let flag = |b: bool| if b { "1" } else { "" };
     let q = match what {
         Export::BackLinks => BacklinkQuery::default(),
         Export::RefDomainBackLinks {
@@ -498,47 +566,11 @@ fn export(
             return false;
         }
         let host = linkstore::host_of(&r.source_url);
-        let domain = linkstore::root_domain(host).unwrap_or(host).to_string();
-        let result = (|| -> Result<(), String> {
-            let src_topic = r
-                .source_topics
-                .first()
-                .map_or((String::new(), String::new()), |(t, v)| {
-                    (t.clone(), v.to_string())
-                });
-            let dom_topic = topics
-                .get(&view, Item::domain(domain.clone()))
-                .map_err(|e| e.to_string())?;
-            let fields: [&str; 20] = [
-                &r.target_url,
-                &r.source_url,
-                &r.anchor_text,
-                &format_day(r.last_seen),
-                &format_day(r.first_seen),
-                flag(r.is_nofollow()),
-                flag(r.kind == linkstore::LinkKind::Image),
-                flag(r.kind == linkstore::LinkKind::Redirect),
-                flag(r.kind == linkstore::LinkKind::Frame),
-                flag(r.is_deleted()),
-                "",
-                "",
-                &r.source_flow.citation_flow.to_string(),
-                &r.source_flow.trust_flow.to_string(),
-                &r.target_flow.citation_flow.to_string(),
-                &r.target_flow.trust_flow.to_string(),
-                &src_topic.0,
-                &src_topic.1,
-                &dom_topic.0,
-                &dom_topic.1,
-            ];
-            for (i, f) in fields.iter().enumerate() {
-                if i > 0 {
-                    out.write_all(b",").map_err(io)?;
-                }
-                csv_field(&mut out, f).map_err(io)?;
-            }
-            out.write_all(b"\n").map_err(io)
-        })();
+        let domain = linkstore::root_domain(host).unwrap_or(host);
+        let result = match topics.get(&view, domain) {
+            Ok(domain_topic) => write_csv_row(&mut out, &r, domain_topic).map_err(io),
+            Err(e) => Err(e.to_string()),
+        };
         match result {
             Ok(()) => {
                 rows += 1;

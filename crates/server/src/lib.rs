@@ -14,6 +14,7 @@ pub mod metering;
 pub mod metrics;
 pub mod notify;
 mod openapp;
+pub mod parallel_gzip;
 pub mod params;
 mod priority;
 mod resellers;
