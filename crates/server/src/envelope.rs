@@ -75,13 +75,35 @@ impl From<String> for Value {
     }
 }
 
-/// One data table.
-#[derive(Debug, Clone, Default)]
+/// One data table. Rows added as typed rows ([`crate::row::Row`]) are kept as they are and
+/// turned into cells one at a time while the reply renders, so a large reply never holds
+/// all its cells at once.
+#[derive(Default)]
 pub struct Table {
     pub name: String,
     pub params: BTreeMap<String, Value>,
     pub columns: Vec<String>,
-    pub rows: Vec<Vec<Value>>,
+    rows: Vec<StoredRow>,
+}
+
+enum StoredRow {
+    Cells(Vec<Value>),
+    Typed(Box<dyn DeferredRow>),
+}
+
+/// A typed row not yet turned into cells.
+pub(crate) trait DeferredRow: Send {
+    fn into_cells(self: Box<Self>, out: &mut Vec<Value>);
+}
+
+impl std::fmt::Debug for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Table")
+            .field("name", &self.name)
+            .field("columns", &self.columns)
+            .field("rows", &self.rows.len())
+            .finish()
+    }
 }
 
 impl Table {
@@ -101,16 +123,52 @@ impl Table {
             "table {}: one value per column",
             self.name
         );
-        self.rows.push(row);
+        self.rows.push(StoredRow::Cells(row));
+    }
+
+    /// Appends a typed row, turned into cells when the reply renders.
+    pub(crate) fn push_deferred(&mut self, row: Box<dyn DeferredRow>) {
+        self.rows.push(StoredRow::Typed(row));
+    }
+
+    /// Rows in the table.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
     }
 
     pub fn param(&mut self, k: &str, v: impl Into<Value>) {
         self.params.insert(k.to_string(), v.into());
     }
+
+    /// The rows, leaving the table empty.
+    fn take_rows(&mut self) -> Vec<StoredRow> {
+        std::mem::take(&mut self.rows)
+    }
+}
+
+impl StoredRow {
+    /// The row's cells, made in `buf` (cleared first) for a typed row; checked against
+    /// the table's column count.
+    fn cells(self, ncols: usize, table: &str, mut buf: Vec<Value>) -> Vec<Value> {
+        let cells = match self {
+            StoredRow::Cells(cells) => cells,
+            StoredRow::Typed(row) => {
+                buf.clear();
+                row.into_cells(&mut buf);
+                buf
+            }
+        };
+        assert_eq!(cells.len(), ncols, "table {table}: one value per column");
+        cells
+    }
 }
 
 /// A reply: success with globals and tables, or an error.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct Reply {
     pub code: String,
     pub error_message: String,
@@ -144,13 +202,27 @@ impl Reply {
         self.globals.insert(k.to_string(), v.into());
     }
 
-    pub fn to_json(&self) -> String {
-        let rows: usize = self
-            .tables
-            .iter()
-            .map(|t| t.rows.len() * t.columns.len())
-            .sum();
-        let mut out = String::with_capacity(1024 + rows * 24);
+    /// Cells in all tables: what rendering the reply costs, about.
+    pub fn cells(&self) -> usize {
+        self.tables.iter().map(|t| t.len() * t.columns.len()).sum()
+    }
+
+    /// The JSON rendering, whole.
+    pub fn to_json(self) -> String {
+        let mut whole = String::new();
+        self.to_json_chunks(usize::MAX, |s| {
+            whole = s;
+            true
+        });
+        whole
+    }
+
+    /// Renders JSON in pieces of about `chunk` bytes, each given to `emit` as soon as it
+    /// is full (the last may be shorter); stops early when `emit` returns false (the
+    /// client went away). Consumes the reply, so rows are freed as they are written.
+    pub fn to_json_chunks(mut self, chunk: usize, mut emit: impl FnMut(String) -> bool) {
+        let capacity = |cells: usize| chunk.min(1024 + cells * 24).saturating_add(4096);
+        let mut out = String::with_capacity(capacity(self.cells()));
         out.push('{');
         let mut first = true;
         let mut field = |out: &mut String, k: &str, v: &Value| {
@@ -178,7 +250,7 @@ impl Reply {
         }
         if !self.tables.is_empty() {
             out.push_str(",\"DataTables\":{");
-            for (i, t) in self.tables.iter().enumerate() {
+            for (i, t) in self.tables.iter_mut().enumerate() {
                 if i > 0 {
                     out.push(',');
                 }
@@ -204,29 +276,32 @@ impl Reply {
                         k
                     })
                     .collect();
-                for (r, row) in t.rows.iter().enumerate() {
-                    if r > 0 {
-                        out.push(',');
-                    }
-                    out.push('{');
-                    for (c, (key, v)) in keys.iter().zip(row).enumerate() {
-                        if c > 0 {
-                            out.push(',');
+                let rows = t.take_rows();
+                let (ncols, name) = (t.columns.len(), t.name.as_str());
+                let mut buf = Vec::with_capacity(ncols);
+                for (r, row) in rows.into_iter().enumerate() {
+                    let cells = row.cells(ncols, name, buf);
+                    push_json_row(&keys, &cells, r > 0, &mut out);
+                    buf = cells;
+                    if out.len() >= chunk {
+                        let piece = std::mem::replace(
+                            &mut out,
+                            String::with_capacity(capacity(usize::MAX)),
+                        );
+                        if !emit(piece) {
+                            return;
                         }
-                        out.push_str(key);
-                        v.json(&mut out);
                     }
-                    out.push('}');
                 }
                 out.push_str("]}");
             }
             out.push('}');
         }
         out.push('}');
-        out
+        emit(out);
     }
 
-    pub fn to_xml(&self) -> String {
+    pub fn to_xml(mut self) -> String {
         let mut out = String::with_capacity(1024);
         out.push_str("<?xml version=\"1.0\" encoding=\"utf-8\"?>\n");
         let _ = write!(
@@ -243,22 +318,25 @@ impl Reply {
         out.push_str("/>");
         if !self.tables.is_empty() {
             let _ = write!(out, "<DataTables Count=\"{}\">", self.tables.len());
-            for t in &self.tables {
+            for t in &mut self.tables {
                 let headers: Vec<String> = t.columns.iter().map(|c| pipe_cell(c)).collect();
                 let _ = write!(
                     out,
                     "<DataTable Name=\"{}\" RowsCount=\"{}\" Headers=\"{}\"",
                     xml_escape(&t.name),
-                    t.rows.len(),
+                    t.len(),
                     xml_escape(&headers.join("|"))
                 );
                 for (k, v) in &t.params {
                     let _ = write!(out, " {k}=\"{}\"", xml_escape(&v.text()));
                 }
                 out.push('>');
-                for row in &t.rows {
+                let mut buf = Vec::new();
+                for row in t.take_rows() {
+                    let row = row.cells(t.columns.len(), &t.name, buf);
                     let cells: Vec<String> = row.iter().map(|v| pipe_cell(&v.text())).collect();
                     let _ = write!(out, "<Row>{}</Row>", xml_escape(&cells.join("|")));
+                    buf = row;
                 }
                 out.push_str("</DataTable>");
             }
@@ -269,29 +347,48 @@ impl Reply {
     }
 }
 
-/// Appends `s` as a JSON string literal, copying runs of plain characters at once.
+/// Appends a row as a JSON object keyed by `keys` (encoded column names), after a comma
+/// if `comma` (every row but a table's first).
+fn push_json_row(keys: &[String], cells: &[Value], comma: bool, out: &mut String) {
+    if comma {
+        out.push(',');
+    }
+    out.push('{');
+    for (c, (key, v)) in keys.iter().zip(cells).enumerate() {
+        if c > 0 {
+            out.push(',');
+        }
+        out.push_str(key);
+        v.json(out);
+    }
+    out.push('}');
+}
+
+/// Appends `s` as a JSON string literal, copying runs of plain bytes at once (every byte
+/// that needs an escape is ASCII, so scanning bytes never splits a character).
 fn push_json_str(out: &mut String, s: &str) {
     out.push('"');
+    let bytes = s.as_bytes();
     let mut start = 0;
-    for (i, c) in s.char_indices() {
-        let escape = match c {
-            '"' => "\\\"",
-            '\\' => "\\\\",
-            '\n' => "\\n",
-            '\r' => "\\r",
-            '\t' => "\\t",
-            '\u{8}' => "\\b",
-            '\u{c}' => "\\f",
-            c if (c as u32) < 0x20 => "",
+    for (i, &b) in bytes.iter().enumerate() {
+        let escape = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            0..0x20 => "",
             _ => continue,
         };
         out.push_str(&s[start..i]);
         if escape.is_empty() {
-            let _ = write!(out, "\\u{:04x}", c as u32);
+            let _ = write!(out, "\\u{b:04x}");
         } else {
             out.push_str(escape);
         }
-        start = i + c.len_utf8();
+        start = i + 1;
     }
     out.push_str(&s[start..]);
     out.push('"');
@@ -371,6 +468,43 @@ mod tests {
         assert_eq!(j["DataTables"]["Results"]["Data"][0]["Type"], "TextLink");
         let text = sample().to_json();
         assert!(text.starts_with(r#"{"Code":"OK","ErrorMessage":"","FullError":"","IndexType":0"#));
+    }
+
+    fn many_rows(n: usize) -> Reply {
+        let mut r = sample();
+        let t = &mut r.tables[0];
+        for i in 0..n {
+            t.push(vec![
+                format!("row \"{i}\"").into(),
+                (i as i64).into(),
+                Value::empty(),
+                Value::Day(19_000 + i as u32),
+                Value::Static("ImageLink"),
+            ]);
+        }
+        r
+    }
+
+    #[test]
+    fn json_in_pieces_is_the_whole_json_and_stops_when_the_client_goes() {
+        let whole = many_rows(5_000).to_json();
+        let mut pieces = Vec::new();
+        many_rows(5_000).to_json_chunks(4096, |p| {
+            pieces.push(p);
+            true
+        });
+        assert!(pieces.len() > 10, "{} pieces", pieces.len());
+        assert!(pieces[..pieces.len() - 1].iter().all(|p| p.len() >= 4096));
+        assert_eq!(pieces.concat(), whole);
+        let j: serde_json::Value = serde_json::from_str(&whole).unwrap();
+        assert_eq!(j["DataTables"]["Results"]["Data"][5_000]["Item"], "row \"4999\"");
+
+        let mut taken = 0;
+        many_rows(5_000).to_json_chunks(4096, |_| {
+            taken += 1;
+            taken < 3
+        });
+        assert_eq!(taken, 3, "no piece is rendered after the client went away");
     }
 
     #[test]

@@ -77,32 +77,66 @@ pub(crate) fn full(bytes: impl Into<Bytes>) -> Body {
         .boxed()
 }
 
-fn render(reply: &Reply, format: Format) -> Response<Body> {
+fn render(reply: Reply, format: Format) -> Response<Body> {
     render_held(reply, format, None)
 }
 
-/// Renders a reply whose bytes count against `admission`'s reply budget until the body
-/// is written or dropped.
+/// JSON replies of more cells than this are streamed: rendered in pieces of
+/// [`STREAM_CHUNK_BYTES`] on a background thread while the connection writes the pieces
+/// before (a 50,000-row reply is about 57 MB).
+const STREAM_CELLS: usize = 20_000;
+const STREAM_CHUNK_BYTES: usize = 256 * 1024;
+/// Rendered pieces waiting for the connection, per streamed reply.
+const STREAM_QUEUE: usize = 4;
+
+/// Renders a reply whose bytes (about) count against `admission`'s reply budget until
+/// the body is written or dropped, or, when streamed, until the last piece is rendered.
 fn render_held(
-    reply: &Reply,
+    reply: Reply,
     format: Format,
     admission: Option<&crate::admission::Admission>,
 ) -> Response<Body> {
-    let (body, ct) = match format {
-        Format::Json => (reply.to_json(), "application/json;charset=UTF-8"),
-        Format::Xml => (reply.to_xml(), "text/xml;charset=UTF-8"),
+    let ct = match format {
+        Format::Json => "application/json;charset=UTF-8",
+        Format::Xml => "text/xml;charset=UTF-8",
     };
-    let body = match admission {
-        Some(a) => {
-            let hold = a.hold_reply(body.len());
-            full(body)
-                .map_frame(move |frame| {
-                    let _counted_until_written = &hold;
-                    frame
-                })
-                .boxed()
+    let cells = reply.cells();
+    let streamed = format == Format::Json
+        && cells > STREAM_CELLS
+        && tokio::runtime::Handle::try_current().is_ok();
+    let body = if streamed {
+        // About what the rendering takes (the typed rows, then their JSON).
+        let hold = admission.map(|a| a.hold_reply(cells * 24));
+        let (tx, mut rx) = tokio::sync::mpsc::channel(STREAM_QUEUE);
+        tokio::task::spawn_blocking(move || {
+            crate::priority::background();
+            let _counted_until_rendered = hold;
+            reply.to_json_chunks(STREAM_CHUNK_BYTES, |piece| {
+                // Fails when the connection is gone: the rest is not rendered.
+                tx.blocking_send(Ok(hyper::body::Frame::data(Bytes::from(piece))))
+                    .is_ok()
+            });
+        });
+        BodyExt::boxed(StreamBody::new(futures_util::stream::poll_fn(move |cx| {
+            rx.poll_recv(cx)
+        })))
+    } else {
+        let text = match format {
+            Format::Json => reply.to_json(),
+            Format::Xml => reply.to_xml(),
+        };
+        match admission {
+            Some(a) => {
+                let hold = a.hold_reply(text.len());
+                full(text)
+                    .map_frame(move |frame| {
+                        let _counted_until_written = &hold;
+                        frame
+                    })
+                    .boxed()
+            }
+            None => full(text),
         }
-        None => full(body),
     };
     Response::builder()
         .header("content-type", ct)
@@ -252,7 +286,7 @@ async fn handle(svc: Arc<Service>, req: Request<Incoming>, peer: IpAddr) -> Resp
     let cookie = cookie_key(&req);
     let body = match read_body(&svc, req).await {
         Ok(body) => body,
-        Err(e) => return render(&error_reply(e), format),
+        Err(e) => return render(error_reply(e), format),
     };
     let params = Params::parse(&query, &body);
     // Parsed once, before authentication, so metrics name the command either way.
@@ -281,7 +315,7 @@ async fn handle(svc: Arc<Service>, req: Request<Incoming>, peer: IpAddr) -> Resp
     .await
     .unwrap_or_else(|e| {
         render(
-            &error_reply(ApiError::new("InternalError", e.to_string())),
+            error_reply(ApiError::new("InternalError", e.to_string())),
             format,
         )
     })
@@ -319,7 +353,7 @@ impl ApiRequest {
             sandbox = self.sandbox,
             "request"
         );
-        render_held(&reply, format, Some(&self.ctx.admission))
+        render_held(reply, format, Some(&self.ctx.admission))
     }
 
     /// Authenticates the caller and runs the command (charging it).

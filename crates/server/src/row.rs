@@ -1,7 +1,7 @@
 //! Typed table rows: a row is a struct whose fields are declared once with their column
 //! names ([`table_row!`]), so a table's header and its cells cannot drift apart.
 
-use crate::envelope::{Table, Value};
+use crate::envelope::{DeferredRow, Table, Value};
 
 /// A field type's cells: one column for a plain value, several for a group (topic pairs).
 pub trait Cells {
@@ -48,11 +48,15 @@ macro_rules! table_row {
 pub(crate) use table_row;
 
 impl Table {
-    /// Appends a typed row (see [`Row`]).
-    pub fn add(&mut self, row: impl Row) {
-        let mut cells = Vec::with_capacity(self.columns.len());
-        row.cells(&mut cells);
-        self.push(cells);
+    /// Appends a typed row (see [`Row`]); its cells are made when the reply renders.
+    pub fn add(&mut self, row: impl Row + Send + 'static) {
+        self.push_deferred(Box::new(row));
+    }
+}
+
+impl<R: Row + Send> DeferredRow for R {
+    fn into_cells(self: Box<Self>, out: &mut Vec<Value>) {
+        (*self).cells(out);
     }
 }
 

@@ -149,7 +149,7 @@ pub(super) fn get_anchor_text(ctx: &Context, p: &Params) -> Result<Reply, ApiErr
         _ => return Err(ApiError::new("InvalidParameter", "Mode must be 0, 1 or 2")),
     };
     t.param("CanReturnURLs", 1);
-    t.param("Count", t.rows.len() as i64);
+    t.param("Count", t.len() as i64);
     t.param("FilterAnchorText", p.get("FilterAnchorText").unwrap_or(""));
     t.param("FilterAnchorTextMode", filter_mode);
     t.param("FilterRefDomain", filter_domain.as_deref().unwrap_or(""));

@@ -107,7 +107,7 @@ pub fn backlink_params(t: &mut Table, raw: &str, item: &Item, from: i64, total: 
     t.param("AvailableLines", total);
     t.param("BackLinkItem", raw);
     t.param("BackLinkType", item.level.name());
-    t.param("Count", t.rows.len() as i64);
+    t.param("Count", t.len() as i64);
     t.param("From", from);
     t.param("Item", raw);
     t.param("ItemType", item.level.name());

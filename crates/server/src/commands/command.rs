@@ -151,11 +151,11 @@ impl Command {
     pub fn cost(self, reply: &Reply) -> Option<Units> {
         let rows: u64 = reply
             .billed_rows
-            .unwrap_or_else(|| reply.tables.iter().map(|t| t.rows.len() as u64).sum());
+            .unwrap_or_else(|| reply.tables.iter().map(|t| t.len() as u64).sum());
         match self {
             // 10 analysis units per item (one `Results` row each), as Majestic charges.
             Command::GetBackLinksHistory => Some(Units {
-                analysis: 10 * reply.tables.first().map_or(0, |t| t.rows.len() as u64),
+                analysis: 10 * reply.tables.first().map_or(0, |t| t.len() as u64),
                 ..Units::default()
             }),
             Command::GetIndexItemInfo => Some(Units {

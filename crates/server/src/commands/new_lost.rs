@@ -108,7 +108,7 @@ pub(super) fn get_new_lost_back_links(ctx: &Context, p: &Params) -> Result<Reply
             if in_range(&r, lost, from, to) {
                 t.add(BackLinkRow::of(&r, -1));
             }
-            t.rows.len() < count && (t.rows.len() as i64) < total
+            t.len() < count && (t.len() as i64) < total
         })
         .map_err(internal)?;
     }
@@ -150,7 +150,7 @@ pub(super) fn get_new_lost_back_link_calendar(
         });
     }
     t.param("Item", raw);
-    t.param("TotalDays", t.rows.len() as i64);
+    t.param("TotalDays", t.len() as i64);
     let mut reply = Reply::ok();
     ctx.globals(&mut reply, kind, &store)?;
     reply.tables.push(t);

@@ -86,7 +86,7 @@ pub(super) fn get_ref_domain_info(ctx: &Context, p: &Params) -> Result<Reply, Ap
         };
         t.add(row);
     }
-    t.param("Count", t.rows.len() as i64);
+    t.param("Count", t.len() as i64);
     let mut reply = Reply::ok();
     ctx.globals(&mut reply, kind, &store)?;
     reply.global("Cmd", "GetRefDomainInfo");

@@ -86,7 +86,7 @@ pub(super) fn get_top_pages(ctx: &Context, p: &Params) -> Result<Reply, ApiError
             ..Default::default()
         });
     }
-    t.param("Count", t.rows.len() as i64);
+    t.param("Count", t.len() as i64);
     t.param("Query", raw);
     t.param("ResolvedItem", site.name.as_str());
     t.param("ItemType", site.level.name());

@@ -135,7 +135,7 @@ pub(super) fn get_topics(ctx: &Context, p: &Params) -> Result<Reply, ApiError> {
     for row in rows.into_iter().skip(from).take(count) {
         t.add(row);
     }
-    t.param("Count", t.rows.len() as i64);
+    t.param("Count", t.len() as i64);
     t.param("From", from as i64 + 1);
     t.param("SortBy", sort_by);
     t.param("SortOrder", if desc { "desc" } else { "asc" });
