@@ -71,7 +71,9 @@ $sudo rm -rf "$pgdata" && mkdir -p "$pgdata"
 "${asuser[@]}" "$PGBIN/initdb" -D "$pgdata" -U bench --auth=trust -E UTF8 --locale=C >/dev/null
 # Tuned for a one-shot bulk load and read-mostly queries on this 24 GB, 2-core machine.
 cat >> "$pgdata/postgresql.conf" <<EOF
-listen_addresses = ''
+# TCP on loopback for the wire comparison (same transport as Linkbase's HTTP); the
+# load and the in-process-style queries use the Unix socket.
+listen_addresses = '127.0.0.1'
 unix_socket_directories = '/tmp'
 port = $port
 shared_buffers = 4GB
@@ -213,7 +215,8 @@ for q in top100 top100_live top100_per_domain rows50000 refdomains100 refdomains
     printf '%s\t%s\t%s\t%s\n' "$q" "$p50" "$p99" "$n" >> "$root/pg-queries.tsv"
 done
 
-# --- Over the network: Linkbase HTTP (wrk) and PostgreSQL's protocol (pgbench), 32 clients
+# --- Over the network: Linkbase HTTP (wrk) and PostgreSQL's protocol (pgbench), 32 clients,
+# both over TCP on loopback
 log "HTTP and wire-protocol load"
 account=$($B keys --data "$root/lb" account-create --name bench --index-item-info 1000000000000 \
     --analysis 1000000000000000 --retrieval 1000000000000000 2>/dev/null)
@@ -228,7 +231,7 @@ wrk_run() { wrk -t2 -c32 -d"${secs}s" --latency "$1" | awk '/Requests\/sec/ {r=$
 # Throughput and mean latency: with many clients per thread pgbench reuses timestamps,
 # so its per-transaction log cannot give percentiles here.
 pg_load() {
-    pgbench -n -h /tmp -p "$port" -U bench -M prepared -c 32 -j 2 -T "$secs" -D "hot=$hot" -D "cold=$cold" \
+    pgbench -n -h 127.0.0.1 -p "$port" -U bench -M prepared -c 32 -j 2 -T "$secs" -D "hot=$hot" -D "cold=$cold" \
         -f "$root/sql/$1.sql" postgres 2>/dev/null |
         awk '/^latency average/ {avg=$4 $5} /^tps/ {tps=$3} END {print tps, "mean " avg, "-"}'
 }

@@ -18,6 +18,7 @@
 mod error;
 mod ip;
 mod journal;
+mod key_cache;
 mod meter;
 mod secret;
 
@@ -303,6 +304,7 @@ pub struct Accounts {
     /// a commit (WAL readers see the last committed state).
     readers: Mutex<Vec<Connection>>,
     meter: Arc<meter::Meter>,
+    keys: key_cache::KeyCache,
     clock: Box<dyn Fn() -> i64 + Send + Sync>,
 }
 
@@ -449,6 +451,7 @@ impl Accounts {
             conn: Mutex::new(conn),
             readers: Mutex::new(Vec::new()),
             meter: meter::Meter::new(path, meter_conn),
+            keys: key_cache::KeyCache::new(open_read_only(path)?),
             clock,
         })
     }
@@ -465,15 +468,7 @@ impl Accounts {
     fn reader(&self) -> Result<Reader<'_>> {
         let conn = match lock(&self.readers).pop() {
             Some(c) => c,
-            None => {
-                let c = Connection::open_with_flags(
-                    &self.path,
-                    rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
-                        | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
-                )?;
-                c.busy_timeout(std::time::Duration::from_secs(10))?;
-                c
-            }
+            None => open_read_only(&self.path)?,
         };
         Ok(Reader {
             pool: &self.readers,
@@ -768,13 +763,22 @@ impl Accounts {
         credential: Credential<'_>,
         client: Option<IpAddr>,
     ) -> Result<Principal, AuthError> {
-        let conn = self.reader()?;
         let now = self.now();
         match credential {
             Credential::Key(secret) => {
-                let id = find_by_digest(&conn, "keys", &Digest::of(secret))?
-                    .ok_or(AuthError::UnknownKey)?;
-                let key = key_in(&conn, id)?;
+                let digest = Digest::of(secret);
+                let key = match self.keys.get(&digest)? {
+                    Some(key) => key,
+                    None => {
+                        let version = self.keys.version()?;
+                        let conn = self.reader()?;
+                        let id =
+                            find_by_digest(&conn, "keys", &digest)?.ok_or(AuthError::UnknownKey)?;
+                        let key = key_in(&conn, id)?;
+                        self.keys.put(version, digest, key.clone());
+                        key
+                    }
+                };
                 if key.revoked.is_some() {
                     return Err(AuthError::KeyRevoked);
                 }
@@ -794,6 +798,7 @@ impl Accounts {
                 })
             }
             Credential::OpenApp { private_key, token } => {
+                let conn = self.reader()?;
                 let id = find_by_digest(&conn, "apps", &Digest::of(private_key))?
                     .ok_or(AuthError::UnknownApp)?;
                 let app = app_in(&conn, id)?;
@@ -819,6 +824,15 @@ impl Accounts {
             }
         }
     }
+}
+
+fn open_read_only(path: &Path) -> Result<Connection> {
+    let c = Connection::open_with_flags(
+        path,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    c.busy_timeout(std::time::Duration::from_secs(10))?;
+    Ok(c)
 }
 
 /// A pooled read-only connection.

@@ -15,7 +15,7 @@ pub(crate) fn generate() -> Result<String> {
 }
 
 /// What the store keeps of a secret.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct Digest(pub [u8; 32]);
 
 impl Digest {

@@ -272,6 +272,31 @@ fn keys_cycle_revoke_and_keep_to_their_addresses() {
 }
 
 #[test]
+fn a_key_changed_by_another_process_counts_on_its_next_use() {
+    // The server caches keys that authenticated; `linkbase keys` changes them from another
+    // process (here: another handle on the same file).
+    let (dir, server, _) = store_with_clock();
+    let cli = Accounts::open(&dir.path().join("accounts.sqlite")).unwrap();
+    let a = cli
+        .create_account(&account("a", None, false, units(1, 1, 1)))
+        .unwrap();
+    let (k, secret) = cli.create_key(a.id, &[]).unwrap();
+    let auth = |from: &str| server.authenticate(Credential::Key(&secret), ip(from));
+    for _ in 0..3 {
+        assert!(auth("192.0.2.1").is_ok(), "cached after the first use");
+    }
+    cli.restrict_key(k.id, &["10.0.0.0/8".parse().unwrap()])
+        .unwrap();
+    assert_eq!(
+        auth("192.0.2.1"),
+        Err(AuthError::IpNotAllowed("192.0.2.1".into()))
+    );
+    assert!(auth("10.1.2.3").is_ok());
+    cli.revoke_key(k.id).unwrap();
+    assert_eq!(auth("10.1.2.3"), Err(AuthError::KeyRevoked));
+}
+
+#[test]
 fn open_app_tokens_are_bound_to_their_app_and_expire() {
     let (_dir, store, clock) = store_with_clock();
     let developer = store

@@ -497,7 +497,10 @@ mod tests {
         assert!(pieces[..pieces.len() - 1].iter().all(|p| p.len() >= 4096));
         assert_eq!(pieces.concat(), whole);
         let j: serde_json::Value = serde_json::from_str(&whole).unwrap();
-        assert_eq!(j["DataTables"]["Results"]["Data"][5_000]["Item"], "row \"4999\"");
+        assert_eq!(
+            j["DataTables"]["Results"]["Data"][5_000]["Item"],
+            "row \"4999\""
+        );
 
         let mut taken = 0;
         many_rows(5_000).to_json_chunks(4096, |_| {
