@@ -23,6 +23,8 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// 1,000 in version 3, which this build uses).
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 const MI_PURGE_DELAY_DEFAULTS: [std::os::raw::c_long; 2] = [10, 1_000];
+/// The server's purge delay, milliseconds.
+const SERVE_PURGE_DELAY_MS: std::os::raw::c_long = 0;
 
 /// A server runs for weeks, so it gives freed memory back instead of keeping it:
 /// - It frees replies of tens of megabytes many times a second; mimalloc (Rust's
@@ -44,7 +46,7 @@ fn return_freed_memory() {
     unsafe {
         if MI_PURGE_DELAY_DEFAULTS.contains(&libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY))
         {
-            libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0);
+            libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, SERVE_PURGE_DELAY_MS);
         }
     }
 }
