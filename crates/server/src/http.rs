@@ -101,15 +101,12 @@ fn render_held(
         Format::Xml => "text/xml;charset=UTF-8",
     };
     let cells = reply.cells();
-    let streamed = format == Format::Json
-        && cells > STREAM_CELLS
-        && tokio::runtime::Handle::try_current().is_ok();
+    let streamed = format == Format::Json && cells > STREAM_CELLS;
     let body = if streamed {
         // About what the rendering takes (the typed rows, then their JSON).
         let hold = admission.map(|a| a.hold_reply(cells * 24));
         let (tx, mut rx) = tokio::sync::mpsc::channel(STREAM_QUEUE);
-        tokio::task::spawn_blocking(move || {
-            crate::priority::background();
+        crate::priority::spawn_background(move || {
             let _counted_until_rendered = hold;
             reply.to_json_chunks(STREAM_CHUNK_BYTES, |piece| {
                 // Fails when the connection is gone: the rest is not rendered.
@@ -308,17 +305,14 @@ async fn handle(svc: Arc<Service>, req: Request<Incoming>, peer: IpAddr) -> Resp
     if params.is_err() || command.is_some_and(Command::is_quick) {
         return api.answer(params, format, started);
     }
-    tokio::task::spawn_blocking(move || {
-        crate::priority::background();
-        api.answer(params, format, started)
-    })
-    .await
-    .unwrap_or_else(|e| {
-        render(
-            error_reply(ApiError::new("InternalError", e.to_string())),
-            format,
-        )
-    })
+    crate::priority::spawn_background(move || api.answer(params, format, started))
+        .await
+        .unwrap_or_else(|e| {
+            render(
+                error_reply(ApiError::new("InternalError", e.to_string())),
+                format,
+            )
+        })
 }
 
 /// An API request between parsing and its reply: who asks, where, for what.
