@@ -3,7 +3,7 @@
 //! ```text
 //!  crawl files ─► read (files split among workers) ─► PageCrawl
 //!    ─► exchange by page hash ─► [pages]  sort by page, replay crawls ─► links, pages SSTs
-//!    ─► view rows, exchange by key hash ─► [views]  sort, reduce stages 1-3 ─► view SSTs
+//!    ─► view rows, exchange by key hash ─► [views]  sort, reduce stages 1-4 ─► view SSTs
 //!    ─► counters rows, exchange by key hash ─► [counters]  sort, reduce ─► counters SST
 //! ```
 //!
@@ -420,8 +420,12 @@ impl PagesOp {
 
 /// Sorts view rows and reduces them stage by stage.
 struct ViewsOp {
-    /// Sorters of stages 1, 2 and 3.
+    /// Sorters of stages 1 to 4 (counters, stage 5, go to the counters operator).
     sorters: Vec<Option<Sorter>>,
+    /// Rows a reduction feeds, combined before they are sorted: reduced in key order, a
+    /// stage feeds each item's rows together (a backlink row feeds its target item's
+    /// referring domain, anchor, day and counters), so few rows reach the sorters.
+    combiner: Combiner,
     /// The stage being reduced and its groups.
     reducing: Option<(usize, Groups)>,
     reducer: Reducer,
@@ -442,9 +446,10 @@ impl ViewsOp {
         progress: Arc<Counters>,
     ) -> ViewsOp {
         ViewsOp {
-            sorters: (1..=3)
+            sorters: (1..=4)
                 .map(|s| Some(Sorter::new(scratch, &format!("w{index}-views{s}"), budget)))
                 .collect(),
+            combiner: Combiner::new(COMBINER_BUDGET),
             reducing: None,
             reducer: Reducer::new(bits),
             key: Vec::new(),
@@ -485,37 +490,52 @@ impl ViewsOp {
             let sorter = self.sorters[stage].take().expect("found above");
             self.reducing = Some((stage, sorter.into_groups(<[u8]>::len)?));
         }
-        let (stage, groups) = self.reducing.as_mut().expect("set above");
+        let (_, groups) = self.reducing.as_mut().expect("set above");
         let (files, sorters, reducer) = (&mut self.files, &mut self.sorters, &mut self.reducer);
+        let combiner = &mut self.combiner;
         let key = &mut self.key;
+        let failed = RefCell::new(None);
+        // Counters go on to the counters operator, other fed rows to their stage's sorter.
+        let mut feed = |(t, k, v): Row| {
+            let table = Table::from_u8(t).expect("rows carry valid tables");
+            if table == Table::Counters {
+                give((t, k, v));
+                return;
+            }
+            let r = match sorters.get_mut(usize::from(table.stage()) - 1) {
+                Some(Some(s)) => s.push(table, &k, &v),
+                _ => unreachable!("a reduction feeds only later stages"),
+            };
+            if let Err(e) = r {
+                failed.borrow_mut().get_or_insert(e);
+            }
+        };
         for _ in 0..GROUPS_PER_SLICE {
             let Some(table) = groups.next_group(key)? else {
-                let _ = stage;
+                // Every row this stage feeds is sorted before the next stage starts.
+                combiner.flush(&mut feed);
                 self.reducing = None;
+                if let Some(e) = failed.into_inner() {
+                    return Err(e);
+                }
                 let mut shared = self.shared.borrow_mut();
                 files.finish(&mut shared.out.files)?;
                 return Ok(self.sorters.iter().all(Option::is_none));
             };
-            let mut failed = None;
+            let mut put_failed = None;
             reducer.reduce(table, key, groups, &mut |t, k, v| {
                 let r = if t == table {
                     files.put(t, &k, &v)
-                } else if t == Table::Counters {
-                    give((t as u8, k, v));
-                    Ok(())
                 } else {
-                    match sorters.get_mut(usize::from(t.stage()) - 1) {
-                        Some(Some(s)) => s.push(t, &k, &v),
-                        _ => unreachable!("a reduction feeds only later stages"),
-                    }
+                    combiner.push(t, k, v, &mut feed)
                 };
                 if let Err(e) = r {
-                    failed.get_or_insert(e);
+                    put_failed.get_or_insert(e);
                 }
             })?;
             groups.take_error()?;
             self.progress.add(&self.progress.groups, 1);
-            if let Some(e) = failed {
+            if let Some(e) = put_failed.or_else(|| failed.borrow_mut().take()) {
                 return Err(e);
             }
         }

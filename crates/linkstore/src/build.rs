@@ -29,8 +29,8 @@ use crate::page::{day_of, PageCrawl, PageState};
 use crate::record::LinkRecord;
 use crate::store::cf_options;
 use crate::views::{
-    anchor_of_member, contributions, distinct_feed, min_nonzero, ref_domain_counters, Contribution,
-    DistinctFeed,
+    anchor_of_member, distinct_feed, link_contributions, min_nonzero, ref_domain_counters,
+    target_contributions, Contribution, DistinctFeed,
 };
 use crate::writer::ApplyStats;
 use std::collections::BTreeMap;
@@ -120,18 +120,16 @@ impl Table {
 
     /// When the table's rows are final: 0, as [`PageRows`] emits them; later stages once
     /// every table of a lower stage is reduced (their reductions feed this one).
+    /// Backlink rows come first: reducing one yields the link's share of its target
+    /// item's views, which arrive item by item, so a builder can combine them cheaply.
     pub fn stage(self) -> u8 {
         match self {
             Table::Links | Table::Pages => 0,
-            Table::Distinct
-            | Table::RefDomains
-            | Table::Urls
-            | Table::Timeline
-            | Table::Backlinks
-            | Table::Expiry => 1,
-            Table::Anchors | Table::RefDomainsRanked => 2,
-            Table::AnchorsRanked => 3,
-            Table::Counters => 4,
+            Table::Backlinks | Table::Urls | Table::Expiry => 1,
+            Table::Distinct | Table::RefDomains | Table::Timeline => 2,
+            Table::Anchors | Table::RefDomainsRanked => 3,
+            Table::AnchorsRanked => 4,
+            Table::Counters => 5,
         }
     }
 }
@@ -269,7 +267,7 @@ impl PageRows {
         for rec in &records {
             emit(Table::Urls, url_key(&rec.target_url), count(1));
             self.contributions.clear();
-            contributions(rec, 1, &self.hasher, 0, &mut self.contributions);
+            link_contributions(rec, 1, &self.hasher, 0, &mut self.contributions);
             for c in self.contributions.drain(..) {
                 let (table, key, value) = encode_contribution(c);
                 emit(table, key, value);
@@ -379,13 +377,36 @@ pub trait Values {
 /// Reduces groups of equal keys into final rows (see the module documentation).
 pub struct Reducer {
     hasher: ItemHasher,
+    contributions: Vec<Contribution>,
 }
 
 impl Reducer {
     pub fn new(hash_bits: u8) -> Reducer {
         Reducer {
             hasher: ItemHasher::new(hash_bits),
+            contributions: Vec::new(),
         }
+    }
+
+    /// A backlink row's share of its target item's views: the target contributions of
+    /// its record for each level of the target URL the key's item hash stands for (two
+    /// levels share one row when their hashes are equal, as with forced collisions).
+    fn backlink_views(&mut self, key: &[u8], record: &[u8], emit: &mut Emit<'_>) -> Result<()> {
+        let item_hash = key
+            .get(1..9)
+            .map(|h| u64::from_be_bytes(h.try_into().expect("8 bytes")))
+            .ok_or_else(|| Error::corrupt(Table::Backlinks.cf_name(), "short key"))?;
+        let rec = LinkRecord::decode(record)?;
+        for item in Item::levels_of_url(&rec.target_url) {
+            if self.hasher.hash(item.level, &item.name) == item_hash {
+                target_contributions(&rec, 1, &item, &self.hasher, &mut self.contributions);
+            }
+        }
+        for c in self.contributions.drain(..) {
+            let (table, key, value) = encode_contribution(c);
+            emit(table, key, value);
+        }
+        Ok(())
     }
 
     /// Reduces every value of one key of `table` into its final row, emitted with the
@@ -399,9 +420,16 @@ impl Reducer {
     ) -> Result<()> {
         let cf = table.cf_name();
         match table {
+            Table::Backlinks => {
+                // One row per key, as below; its record feeds the target's views.
+                if let Some(v) = values.next_value() {
+                    let v = v.to_vec();
+                    self.backlink_views(key, &v, emit)?;
+                    emit(table, key.to_vec(), v);
+                }
+            }
             Table::Links
             | Table::Pages
-            | Table::Backlinks
             | Table::RefDomainsRanked
             | Table::AnchorsRanked
             | Table::Expiry => {

@@ -61,8 +61,30 @@ pub(crate) enum Contribution {
     Expiry { key: [u8; 21], sign: i64 },
 }
 
-/// Every contribution of `rec` with `sign`, in a fixed order.
+/// Every contribution of `rec` with `sign`, in a fixed order: the link's own rows
+/// ([`link_contributions`]) and its share of each target item's views
+/// ([`target_contributions`]).
 pub(crate) fn contributions(
+    rec: &LinkRecord,
+    sign: i64,
+    hasher: &ItemHasher,
+    generation: u8,
+    out: &mut Vec<Contribution>,
+) {
+    link_contributions(rec, sign, hasher, generation, out);
+    if !rec.is_internal() {
+        for item in Item::levels_of_url(&rec.target_url) {
+            target_contributions(rec, sign, &item, hasher, out);
+        }
+    }
+}
+
+/// The contributions of `rec` that are not a target item's views: the source page's
+/// counters and out-domains, the whole index's counters and addresses, the deleted
+/// link's expiry row, and (external links) one backlink row per target level. A bulk
+/// build derives the rest from each backlink row when it reduces it (one source of
+/// contributions either way).
+pub(crate) fn link_contributions(
     rec: &LinkRecord,
     sign: i64,
     hasher: &ItemHasher,
@@ -128,9 +150,24 @@ pub(crate) fn contributions(
         return;
     }
 
+    out.push(Contribution::Counters {
+        item_key: index_key,
+        delta: backlink_counters(rec, sign),
+    });
     let link = link_key(&rec.source_url, &rec.target_url);
     let encoded = (sign > 0).then(|| rec.encode());
-    let (edu, gov) = edu_gov(source_domain);
+    for item in Item::levels_of_url(&rec.target_url) {
+        let hash = hasher.hash(item.level, &item.name);
+        out.push(Contribution::Backlink {
+            key: backlink_key(generation, hash, rec.source_flow.trust_flow, &link),
+            record: encoded.clone(),
+        });
+    }
+}
+
+/// What one backlink adds to (or, `sign` -1, takes from) a target item's counters.
+fn backlink_counters(rec: &LinkRecord, sign: i64) -> Counters {
+    let (edu, gov) = edu_gov(domain_of_url(&rec.source_url));
     let mut delta = Counters {
         ext_backlinks: sign,
         deleted_links: sign * i64::from(rec.is_deleted()),
@@ -148,78 +185,80 @@ pub(crate) fn contributions(
         delta.first_link_day = i64::from(rec.first_seen);
         delta.last_link_day = i64::from(rec.last_seen);
     }
-    out.push(Contribution::Counters {
-        item_key: index_key,
-        delta,
-    });
+    delta
+}
 
+/// An external link's share of one target item's views (`item`: one of the levels of
+/// its target URL): referring domain, addresses and subnets, anchor text and its
+/// referring domains, found and lost days, counters.
+pub(crate) fn target_contributions(
+    rec: &LinkRecord,
+    sign: i64,
+    item: &Item,
+    hasher: &ItemHasher,
+    out: &mut Vec<Contribution>,
+) {
+    let source_domain = domain_of_url(&rec.source_url);
+    let delta = backlink_counters(rec, sign);
     // Anchor views hold the lower-cased text (Majestic's GetAnchorText form), so case
     // variants share one row and their referring domains are counted exactly.
     let anchor = rec.anchor_text.to_lowercase();
-    let anchor_domain = format!("{anchor}\u{1}{source_domain}");
-    for item in Item::levels_of_url(&rec.target_url) {
-        let hash = hasher.hash(item.level, &item.name);
-        out.push(Contribution::Backlink {
-            key: backlink_key(generation, hash, rec.source_flow.trust_flow, &link),
-            record: encoded.clone(),
-        });
-        let item_key = hasher.item_key(&item);
-        out.push(Contribution::RefDomain {
-            item_key: item_key.clone(),
-            domain: source_domain.to_string(),
-            sign,
-            deleted: delta.deleted_links,
-            nofollow: delta.nofollow_links,
-            first_seen: if sign > 0 { rec.first_seen } else { 0 },
-            last_seen: if sign > 0 { rec.last_seen } else { 0 },
-        });
-        if let Some(ip) = rec.source_ip {
-            out.push(Contribution::Distinct {
-                item_key: item_key.clone(),
-                kind: DistinctKind::RefIp,
-                member: ip.to_string(),
-                sign,
-            });
-            out.push(Contribution::Distinct {
-                item_key: item_key.clone(),
-                kind: DistinctKind::RefSubnet,
-                member: subnet(ip),
-                sign,
-            });
-        }
+    let item_key = hasher.item_key(item);
+    out.push(Contribution::RefDomain {
+        item_key: item_key.clone(),
+        domain: source_domain.to_string(),
+        sign,
+        deleted: delta.deleted_links,
+        nofollow: delta.nofollow_links,
+        first_seen: if sign > 0 { rec.first_seen } else { 0 },
+        last_seen: if sign > 0 { rec.last_seen } else { 0 },
+    });
+    if let Some(ip) = rec.source_ip {
         out.push(Contribution::Distinct {
             item_key: item_key.clone(),
-            kind: DistinctKind::AnchorDomain,
-            member: anchor_domain.clone(),
+            kind: DistinctKind::RefIp,
+            member: ip.to_string(),
             sign,
         });
-        out.push(Contribution::Anchor {
+        out.push(Contribution::Distinct {
             item_key: item_key.clone(),
-            text: anchor.clone(),
+            kind: DistinctKind::RefSubnet,
+            member: subnet(ip),
             sign,
-            deleted: delta.deleted_links,
-            nofollow: delta.nofollow_links,
         });
+    }
+    out.push(Contribution::Distinct {
+        item_key: item_key.clone(),
+        kind: DistinctKind::AnchorDomain,
+        member: format!("{anchor}\u{1}{source_domain}"),
+        sign,
+    });
+    out.push(Contribution::Anchor {
+        item_key: item_key.clone(),
+        text: anchor,
+        sign,
+        deleted: delta.deleted_links,
+        nofollow: delta.nofollow_links,
+    });
+    out.push(Contribution::Timeline {
+        item_key: item_key.clone(),
+        day: rec.first_seen,
+        delta: TimelineDelta {
+            found: sign,
+            lost: 0,
+        },
+    });
+    if rec.is_deleted() {
         out.push(Contribution::Timeline {
             item_key: item_key.clone(),
-            day: rec.first_seen,
+            day: rec.date_lost,
             delta: TimelineDelta {
-                found: sign,
-                lost: 0,
+                found: 0,
+                lost: sign,
             },
         });
-        if rec.is_deleted() {
-            out.push(Contribution::Timeline {
-                item_key: item_key.clone(),
-                day: rec.date_lost,
-                delta: TimelineDelta {
-                    found: 0,
-                    lost: sign,
-                },
-            });
-        }
-        out.push(Contribution::Counters { item_key, delta });
     }
+    out.push(Contribution::Counters { item_key, delta });
 }
 
 /// What a distinct member's appearance (`moved` = 1) or disappearance (-1) changes.
