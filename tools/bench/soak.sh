@@ -33,11 +33,16 @@ $B serve --data "$work/data" --listen 127.0.0.1:18184 --no-sandbox --max-heavy 1
 server=$!
 trap 'kill $server 2>/dev/null' EXIT
 for _ in $(seq 50); do grep -q serving "$work/serve.log" && break; sleep 0.2; done
-echo "seconds,rss_mb" > "$work/rss.csv"
+# RSS beside what the server attributes (/metrics: block caches and memtables of both
+# indexes), every 5 s.
+echo "seconds,rss_mb,attributed_mb" > "$work/rss.csv"
 (
     start=$(date +%s)
     while kill -0 $server 2>/dev/null; do
-        echo "$(( $(date +%s) - start )),$(ps -o rss= -p $server | awk '{print $1/1024}')" >> "$work/rss.csv"
+        rss=$(ps -o rss= -p $server | awk '{print $1/1024}')
+        attributed=$(curl -s --max-time 2 http://127.0.0.1:18184/metrics |
+            awk '/^linkbase_index_(memtable|block_cache)_bytes/ {s += $2} END {print s / 1048576}')
+        echo "$(( $(date +%s) - start )),$rss,${attributed:-0}" >> "$work/rss.csv"
         sleep 5
     done
 ) &
@@ -69,15 +74,20 @@ import matplotlib.pyplot as plt
 rows = list(csv.DictReader(open(sys.argv[1])))
 t = [int(r["seconds"]) / 60 for r in rows]
 rss = [float(r["rss_mb"]) for r in rows]
+attributed = [float(r["attributed_mb"]) for r in rows]
 fig, ax = plt.subplots(figsize=(8, 3))
-ax.plot(t, rss)
+ax.plot(t, rss, label="server RSS")
+ax.plot(t, attributed, label="block caches + memtables (/metrics)")
+ax.legend(loc="lower right")
 ax.set_xlabel("minutes")
-ax.set_ylabel("server RSS (MB)")
+ax.set_ylabel("MB")
 ax.set_ylim(0, max(rss) * 1.2)
 ax.set_title(f"soak: mixed API load, a fresh crawl round ingested every minute ({sys.argv[3]} min)")
 fig.tight_layout()
 fig.savefig(sys.argv[2], dpi=80)
 print(f"RSS: first minute {max(rss[:12]):.0f} MB, last minute {max(rss[-12:]):.0f} MB, max {max(rss):.0f} MB")
+print(f"RSS less caches and memtables: first minute {max(r - a for r, a in zip(rss[:12], attributed[:12])):.0f} MB, "
+      f"last minute {max(r - a for r, a in zip(rss[-12:], attributed[-12:])):.0f} MB")
 PY
 errors=$(grep -o 'API errors [0-9]*' "$work/wrk.txt" | grep -o '[0-9]*$')
 [ ! -e "$work/ingest-errors.log" ] || { cat "$work/ingest-errors.log"; exit 1; }
