@@ -301,8 +301,13 @@ async fn handle(svc: Arc<Service>, req: Request<Incoming>, peer: IpAddr) -> Resp
         command,
     };
     // Heavy commands run and render (up to 50,000 rows of JSON) on a blocking thread,
-    // never on the connections' workers.
-    if params.is_err() || command.is_some_and(Command::is_quick) {
+    // never on the connections' workers; quick ones and small bounded pages run here.
+    let inline = match (&params, command) {
+        (Err(_), _) => true,
+        (Ok(p), Some(c)) => c.runs_inline(p),
+        (Ok(_), None) => false,
+    };
+    if inline {
         return api.answer(params, format, started);
     }
     crate::priority::spawn_background(move || api.answer(params, format, started))

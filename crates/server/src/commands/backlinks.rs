@@ -127,6 +127,31 @@ pub fn backlink_params(t: &mut Table, raw: &str, item: &Item, from: i64, total: 
 /// match little would otherwise read every link of a giant item).
 pub const BACKLINK_SCAN_BUDGET: usize = 1_000_000;
 
+/// Most rows (`From + Count`) of a GetBackLinkData page that runs on the connection's
+/// own task ([`is_bounded_page`]).
+pub const INLINE_PAGE_ROWS: i64 = 1_000;
+
+/// True when a GetBackLinkData request reads at most `From + Count` backlink rows, no
+/// more than [`INLINE_PAGE_ROWS`], and one counters row: none of the parameters that
+/// make a read skip rows (`Mode=1`, the per-domain and per-source caps, `RefDomain`,
+/// `FilterTopic`, `Filters`, another sort order) is given. Bad values answer false, so
+/// the command reports them from its usual place.
+pub(super) fn is_bounded_page(p: &Params) -> bool {
+    let (Ok(count), Ok(from)) = (p.int("Count", 100), p.int("From", 0)) else {
+        return false;
+    };
+    let skips_rows = ["RefDomain", "FilterTopic", "Filters", "SortBy1", "SortBy2"]
+        .iter()
+        .any(|name| p.get(name).is_some_and(|v| !v.trim().is_empty()));
+    count >= 0
+        && from >= 0
+        && count.saturating_add(from) <= INLINE_PAGE_ROWS
+        && p.int("Mode", 0).is_ok_and(|m| m != 1)
+        && cap(p, "MaxSourceURLsPerRefDomain").is_ok_and(|c| c.is_none())
+        && cap(p, "MaxSameSourceURLs").is_ok_and(|c| c.is_none())
+        && !skips_rows
+}
+
 fn cap(p: &Params, name: &str) -> Result<Option<usize>, ApiError> {
     let v = p.int(name, -1)?;
     Ok((v >= 0).then_some(v as usize))
@@ -432,4 +457,36 @@ pub(super) fn domains_info(
         });
     }
     Ok(t)
+}
+
+#[cfg(test)]
+mod inline_tests {
+    use super::*;
+
+    fn bounded(query: &str) -> bool {
+        is_bounded_page(&Params::parse(query.as_bytes(), b"").unwrap())
+    }
+
+    #[test]
+    fn only_pages_bounded_by_count_and_from_run_inline() {
+        assert!(bounded("cmd=GetBackLinkData&item=a.com"));
+        assert!(bounded(
+            "cmd=GetBackLinkData&item=a.com&Count=100&From=900&Mode=0"
+        ));
+        assert!(bounded(
+            "item=a.com&MaxSameSourceURLs=-1&ShowDomainInfo=1&RefDomain="
+        ));
+        assert!(!bounded("item=a.com&Count=100&From=901"));
+        assert!(!bounded("item=a.com&Count=50000"));
+        assert!(!bounded("item=a.com&Count=-1"));
+        assert!(!bounded("item=a.com&From=9223372036854775807"));
+        assert!(!bounded("item=a.com&Count=ten"));
+        assert!(!bounded("item=a.com&Mode=1"));
+        assert!(!bounded("item=a.com&MaxSourceURLsPerRefDomain=1"));
+        assert!(!bounded("item=a.com&MaxSameSourceURLs=0"));
+        assert!(!bounded("item=a.com&RefDomain=b.com"));
+        assert!(!bounded("item=a.com&FilterTopic=News"));
+        assert!(!bounded("item=a.com&Filters=NoFollow"));
+        assert!(!bounded("item=a.com&SortBy1=AnchorText"));
+    }
 }

@@ -3,6 +3,7 @@
 
 use crate::envelope::Reply;
 use crate::metering::{BACKLINK_ANALYSIS, LINK_PROFILE_ANALYSIS, SUMMARY_ANALYSIS};
+use crate::params::Params;
 use accounts::Units;
 
 /// Every command, named as Majestic names it (matched without regard to case).
@@ -117,6 +118,16 @@ impl Command {
             self,
             Command::GetIndexItemInfo | Command::GetSubscriptionInfo
         )
+    }
+
+    /// True when this request runs on the connection's own task: a quick command, or a
+    /// GetBackLinkData page whose read is bounded by its `Count` and `From` alone (at
+    /// most 1,000 rows: `backlinks::is_bounded_page`). It still passes admission like any
+    /// heavy command; what it saves is the hand-off to the background pool, which under
+    /// load cost more than the read of 100 rows.
+    pub fn runs_inline(self, params: &Params) -> bool {
+        self.is_quick()
+            || (self == Command::GetBackLinkData && super::backlinks::is_bounded_page(params))
     }
 
     /// A command's fixed analysis charge, the least it can cost ([`Command::cost`] adds a
