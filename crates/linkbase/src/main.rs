@@ -83,6 +83,11 @@ enum Command {
         /// empty (by default, an empty index is filled by a bulk build).
         #[arg(long)]
         incremental: bool,
+        /// Block cache of the incremental writer (512M, 4G, ...): its reads of aggregate
+        /// rows miss less with more (a 4M-link round on a 3.9M-link index: 343 s with
+        /// 512M, 268 s with 2G).
+        #[arg(long, default_value = "2G", value_parser = parse_size)]
+        cache: usize,
         #[command(flatten)]
         bulk: BulkArgs,
         #[arg(required = true)]
@@ -272,6 +277,7 @@ fn main() -> Result<()> {
             batch,
             window_days,
             incremental,
+            cache,
             bulk,
             files,
         } => {
@@ -288,7 +294,11 @@ fn main() -> Result<()> {
             if !incremental && indexes::is_empty_index(&dir, index)? {
                 return bulk_ingest(&dir, index, &files, &bulk.options(), window_days);
             }
-            let store = dir.open(index, &StoreOptions::default())?;
+            let options = StoreOptions {
+                block_cache_bytes: cache,
+                ..StoreOptions::default()
+            };
+            let store = dir.open(index, &options)?;
             ingest_files(&store, index, &files, batch, window_days)
         }
         Command::Historic {
