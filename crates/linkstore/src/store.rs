@@ -123,6 +123,16 @@ pub(crate) fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
     None
 }
 
+/// Column families that are only ever read by prefix scans, never by point reads.
+const SCANNED_ONLY: [&str; 6] = [
+    CF_BACKLINKS,
+    CF_REFDOMAINS_RANKED,
+    CF_ANCHORS_RANKED,
+    CF_TIMELINE,
+    CF_EXPIRY,
+    CF_TOP_PAGES,
+];
+
 /// Options of one column family. SST files made outside the database (bulk builds) are
 /// written with the same options, so they read exactly like flushed ones.
 pub(crate) fn cf_options(name: &str, cache: Option<&Cache>) -> Options {
@@ -131,7 +141,11 @@ pub(crate) fn cf_options(name: &str, cache: Option<&Cache>) -> Options {
     if let Some(cache) = cache {
         table.set_block_cache(cache);
     }
-    table.set_bloom_filter(10.0, false);
+    // Bloom filters only where point reads look (`Get`, `MultiGet`): tables read by
+    // prefix scans alone would store and build them for nothing (10 bits per row).
+    if !SCANNED_ONLY.contains(&name) {
+        table.set_bloom_filter(10.0, false);
+    }
     // Partitioned index and filters: a point read loads one small filter partition, not
     // a whole file's filter, so a bounded cache never thrashes on filter blocks while
     // ingest probes for new keys.
