@@ -157,7 +157,11 @@ pub(crate) fn cf_options(name: &str, cache: Option<&Cache>) -> Options {
     table.set_pin_l0_filter_and_index_blocks_in_cache(true);
     // Scanned tables are read a run of rows at a time: larger blocks compress better
     // and cost a scan nothing; point-read tables keep small ones.
-    table.set_block_size(if SCANNED_ONLY.contains(&name) { 64 << 10 } else { 16 << 10 });
+    table.set_block_size(if SCANNED_ONLY.contains(&name) {
+        64 << 10
+    } else {
+        16 << 10
+    });
     o.set_block_based_table_factory(&table);
     o.set_compression_type(rocksdb::DBCompressionType::Lz4);
     // The bottom level holds nearly all data (and every bulk-built file): ZSTD there,
