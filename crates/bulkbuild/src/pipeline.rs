@@ -426,8 +426,8 @@ struct ViewsOp {
     /// stage feeds each item's rows together (a backlink row feeds its target item's
     /// referring domain, anchor, day and counters), so few rows reach the sorters.
     combiner: Combiner,
-    /// The stage being reduced and its groups.
-    reducing: Option<(usize, Groups)>,
+    /// The groups of the stage being reduced.
+    reducing: Option<Groups>,
     reducer: Reducer,
     /// Key of the group being reduced.
     key: Vec<u8>,
@@ -488,9 +488,9 @@ impl ViewsOp {
                 return Ok(true);
             };
             let sorter = self.sorters[stage].take().expect("found above");
-            self.reducing = Some((stage, sorter.into_groups(<[u8]>::len)?));
+            self.reducing = Some(sorter.into_groups(<[u8]>::len)?);
         }
-        let (_, groups) = self.reducing.as_mut().expect("set above");
+        let groups = self.reducing.as_mut().expect("set above");
         let (files, sorters, reducer) = (&mut self.files, &mut self.sorters, &mut self.reducer);
         let combiner = &mut self.combiner;
         let key = &mut self.key;

@@ -85,7 +85,7 @@ enum Command {
         incremental: bool,
         /// Block cache of the incremental writer (512M, 4G, ...): its reads of aggregate
         /// rows miss less with more (a 4M-link round on a 3.9M-link index: 343 s with
-        /// 512M, 268 s with 2G).
+        /// 512M, 268 s with 2G). Crawls handed to a running server use its cache.
         #[arg(long, default_value = "2G", value_parser = parse_size)]
         cache: usize,
         #[command(flatten)]

@@ -397,11 +397,10 @@ impl Reducer {
             .map(|h| u64::from_be_bytes(h.try_into().expect("8 bytes")))
             .ok_or_else(|| Error::corrupt(Table::Backlinks.cf_name(), "short key"))?;
         let rec = LinkRecord::decode(record)?;
-        for item in Item::levels_of_url(&rec.target_url) {
-            if self.hasher.hash(item.level, &item.name) == item_hash {
-                target_contributions(&rec, 1, &item, &self.hasher, &mut self.contributions);
-            }
-        }
+        let items = Item::levels_of_url(&rec.target_url)
+            .into_iter()
+            .filter(|item| self.hasher.hash(item.level, &item.name) == item_hash);
+        target_contributions(&rec, 1, items, &self.hasher, &mut self.contributions);
         for c in self.contributions.drain(..) {
             let (table, key, value) = encode_contribution(c);
             emit(table, key, value);

@@ -73,9 +73,7 @@ pub(crate) fn contributions(
 ) {
     link_contributions(rec, sign, hasher, generation, out);
     if !rec.is_internal() {
-        for item in Item::levels_of_url(&rec.target_url) {
-            target_contributions(rec, sign, &item, hasher, out);
-        }
+        target_contributions(rec, sign, Item::levels_of_url(&rec.target_url), hasher, out);
     }
 }
 
@@ -188,13 +186,14 @@ fn backlink_counters(rec: &LinkRecord, sign: i64) -> Counters {
     delta
 }
 
-/// An external link's share of one target item's views (`item`: one of the levels of
-/// its target URL): referring domain, addresses and subnets, anchor text and its
-/// referring domains, found and lost days, counters.
+/// An external link's share of the views of each of `items` (levels of its target
+/// URL): referring domain, addresses and subnets, anchor text and its referring
+/// domains, found and lost days, counters. What depends on the link alone is worked out
+/// once for all the items.
 pub(crate) fn target_contributions(
     rec: &LinkRecord,
     sign: i64,
-    item: &Item,
+    items: impl IntoIterator<Item = Item>,
     hasher: &ItemHasher,
     out: &mut Vec<Contribution>,
 ) {
@@ -203,62 +202,66 @@ pub(crate) fn target_contributions(
     // Anchor views hold the lower-cased text (Majestic's GetAnchorText form), so case
     // variants share one row and their referring domains are counted exactly.
     let anchor = rec.anchor_text.to_lowercase();
-    let item_key = hasher.item_key(item);
-    out.push(Contribution::RefDomain {
-        item_key: item_key.clone(),
-        domain: source_domain.to_string(),
-        sign,
-        deleted: delta.deleted_links,
-        nofollow: delta.nofollow_links,
-        first_seen: if sign > 0 { rec.first_seen } else { 0 },
-        last_seen: if sign > 0 { rec.last_seen } else { 0 },
-    });
-    if let Some(ip) = rec.source_ip {
+    let anchor_domain = format!("{anchor}\u{1}{source_domain}");
+    let ip_and_subnet = rec.source_ip.map(|ip| (ip.to_string(), subnet(ip)));
+    for item in items {
+        let item_key = hasher.item_key(&item);
+        out.push(Contribution::RefDomain {
+            item_key: item_key.clone(),
+            domain: source_domain.to_string(),
+            sign,
+            deleted: delta.deleted_links,
+            nofollow: delta.nofollow_links,
+            first_seen: if sign > 0 { rec.first_seen } else { 0 },
+            last_seen: if sign > 0 { rec.last_seen } else { 0 },
+        });
+        if let Some((ip, subnet)) = &ip_and_subnet {
+            out.push(Contribution::Distinct {
+                item_key: item_key.clone(),
+                kind: DistinctKind::RefIp,
+                member: ip.clone(),
+                sign,
+            });
+            out.push(Contribution::Distinct {
+                item_key: item_key.clone(),
+                kind: DistinctKind::RefSubnet,
+                member: subnet.clone(),
+                sign,
+            });
+        }
         out.push(Contribution::Distinct {
             item_key: item_key.clone(),
-            kind: DistinctKind::RefIp,
-            member: ip.to_string(),
+            kind: DistinctKind::AnchorDomain,
+            member: anchor_domain.clone(),
             sign,
         });
-        out.push(Contribution::Distinct {
+        out.push(Contribution::Anchor {
             item_key: item_key.clone(),
-            kind: DistinctKind::RefSubnet,
-            member: subnet(ip),
+            text: anchor.clone(),
             sign,
+            deleted: delta.deleted_links,
+            nofollow: delta.nofollow_links,
         });
-    }
-    out.push(Contribution::Distinct {
-        item_key: item_key.clone(),
-        kind: DistinctKind::AnchorDomain,
-        member: format!("{anchor}\u{1}{source_domain}"),
-        sign,
-    });
-    out.push(Contribution::Anchor {
-        item_key: item_key.clone(),
-        text: anchor,
-        sign,
-        deleted: delta.deleted_links,
-        nofollow: delta.nofollow_links,
-    });
-    out.push(Contribution::Timeline {
-        item_key: item_key.clone(),
-        day: rec.first_seen,
-        delta: TimelineDelta {
-            found: sign,
-            lost: 0,
-        },
-    });
-    if rec.is_deleted() {
         out.push(Contribution::Timeline {
             item_key: item_key.clone(),
-            day: rec.date_lost,
+            day: rec.first_seen,
             delta: TimelineDelta {
-                found: 0,
-                lost: sign,
+                found: sign,
+                lost: 0,
             },
         });
+        if rec.is_deleted() {
+            out.push(Contribution::Timeline {
+                item_key: item_key.clone(),
+                day: rec.date_lost,
+                delta: TimelineDelta {
+                    found: 0,
+                    lost: sign,
+                },
+            });
+        }
+        out.push(Contribution::Counters { item_key, delta });
     }
-    out.push(Contribution::Counters { item_key, delta });
 }
 
 /// What a distinct member's appearance (`moved` = 1) or disappearance (-1) changes.
