@@ -139,7 +139,7 @@ pub(super) fn get_anchor_text(ctx: &Context, p: &Params) -> Result<Reply, ApiErr
             } else {
                 let mut t = BackLinkRow::table("BackLinks");
                 let total = links.len();
-                for r in links.iter().skip(from).take(count) {
+                for r in links.into_iter().skip(from).take(count) {
                     t.add(BackLinkRow::of(r, -1));
                 }
                 t.param("TotalResults", total as i64);

@@ -106,7 +106,7 @@ pub(super) fn get_new_lost_back_links(ctx: &Context, p: &Params) -> Result<Reply
         };
         view.for_each_backlink(&item, &q, |r| {
             if in_range(&r, lost, from, to) {
-                t.add(BackLinkRow::of(&r, -1));
+                t.add(BackLinkRow::of(r, -1));
             }
             t.len() < count && (t.len() as i64) < total
         })

@@ -63,7 +63,7 @@ pub(super) fn get_top_back_links(ctx: &Context, p: &Params) -> Result<Reply, Api
             .unwrap_or_default()
             .ext_backlinks;
         let mut t = BackLinkRow::table(table);
-        for r in &rows {
+        for r in rows {
             let domain_id = if show_domains {
                 let next = domain_ids.len() as i64;
                 *domain_ids.entry(domain_of(&r.source_url)).or_insert(next)
