@@ -215,26 +215,18 @@ pub(crate) fn target_contributions(
             first_seen: if sign > 0 { rec.first_seen } else { 0 },
             last_seen: if sign > 0 { rec.last_seen } else { 0 },
         });
-        if let Some((ip, subnet)) = &ip_and_subnet {
+        let members = ip_and_subnet
+            .iter()
+            .flat_map(|(ip, subnet)| [(DistinctKind::RefIp, ip), (DistinctKind::RefSubnet, subnet)])
+            .chain([(DistinctKind::AnchorDomain, &anchor_domain)]);
+        for (kind, member) in members {
             out.push(Contribution::Distinct {
                 item_key: item_key.clone(),
-                kind: DistinctKind::RefIp,
-                member: ip.clone(),
-                sign,
-            });
-            out.push(Contribution::Distinct {
-                item_key: item_key.clone(),
-                kind: DistinctKind::RefSubnet,
-                member: subnet.clone(),
+                kind,
+                member: member.clone(),
                 sign,
             });
         }
-        out.push(Contribution::Distinct {
-            item_key: item_key.clone(),
-            kind: DistinctKind::AnchorDomain,
-            member: anchor_domain.clone(),
-            sign,
-        });
         out.push(Contribution::Anchor {
             item_key: item_key.clone(),
             text: anchor.clone(),

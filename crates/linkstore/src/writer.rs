@@ -430,10 +430,7 @@ impl<'a> Writer<'a> {
             CF_REFDOMAINS,
             refdomains,
             RefDomain::decode,
-            |domain| RefDomain {
-                domain: domain.to_string(),
-                ..Default::default()
-            },
+            empty_ref_domain,
         )?;
         prefetch_tracked(
             &mut self.anchors,
@@ -441,10 +438,7 @@ impl<'a> Writer<'a> {
             CF_ANCHORS,
             anchors,
             AnchorText::decode,
-            |text| AnchorText {
-                text: text.to_string(),
-                ..Default::default()
-            },
+            empty_anchor,
         )
     }
 
@@ -535,10 +529,7 @@ impl<'a> Writer<'a> {
             member_key(item_key, text),
             item_key.len(),
             AnchorText::decode,
-            || AnchorText {
-                text: text.to_string(),
-                ..Default::default()
-            },
+            || empty_anchor(text),
         )
     }
 
@@ -560,10 +551,7 @@ impl<'a> Writer<'a> {
             member_key(item_key, domain),
             item_key.len(),
             RefDomain::decode,
-            || RefDomain {
-                domain: domain.to_string(),
-                ..Default::default()
-            },
+            || empty_ref_domain(domain),
         )
     }
 
@@ -818,8 +806,9 @@ impl<'a> Writer<'a> {
     }
 }
 
-/// The pending value of an aggregate row: loaded from the store on first touch in this
-/// batch, or started by `fresh` when the store has none.
+/// The pending value of an aggregate row: prefetched with the other rows of its pending
+/// contributions (`prefetch_tracked`), else loaded here on first touch, or started by
+/// `fresh` when the store has none.
 fn tracked<'m, T: Clone>(
     rows: &'m mut HashMap<Vec<u8>, Tracked<T>>,
     store: &Store,
@@ -845,6 +834,22 @@ fn tracked<'m, T: Clone>(
             });
             Ok(&mut t.current)
         }
+    }
+}
+
+/// A referring-domain row not in the store yet.
+fn empty_ref_domain(domain: &str) -> RefDomain {
+    RefDomain {
+        domain: domain.to_string(),
+        ..Default::default()
+    }
+}
+
+/// An anchor-text row not in the store yet.
+fn empty_anchor(text: &str) -> AnchorText {
+    AnchorText {
+        text: text.to_string(),
+        ..Default::default()
     }
 }
 
