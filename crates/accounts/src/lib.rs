@@ -451,7 +451,7 @@ impl Accounts {
             conn: Mutex::new(conn),
             readers: Mutex::new(Vec::new()),
             meter: meter::Meter::new(path, meter_conn),
-            keys: key_cache::KeyCache::new(open_read_only(path)?),
+            keys: key_cache::KeyCache::open(path)?,
             clock,
         })
     }
@@ -636,6 +636,7 @@ impl Accounts {
             params![id, now + grace_seconds.max(0), new.id],
         )?;
         tx.commit()?;
+        self.keys.changed()?;
         Ok((new, secret))
     }
 
@@ -646,6 +647,7 @@ impl Accounts {
             "UPDATE keys SET revoked = ?2 WHERE id = ?1 AND revoked IS NULL",
             params![id, self.now()],
         )?;
+        self.keys.changed()?;
         key_in(&conn, id)
     }
 
@@ -657,6 +659,7 @@ impl Accounts {
             "UPDATE keys SET allowed_ips = ?2 WHERE id = ?1",
             params![id, ip::format_list(ranges)],
         )?;
+        self.keys.changed()?;
         key_in(&conn, id)
     }
 

@@ -3,7 +3,8 @@
 //! `x.index` (layout in `docs/format.md`).
 
 use crate::{Error, IndexKind, Result};
-use linkstore::Store;
+use linkstore::{Store, StoreStamp};
+use std::sync::{Arc, Mutex, Weak};
 
 const INFO_NAME: &str = "index";
 const INFO_VERSION: u8 = 1;
@@ -101,6 +102,45 @@ impl IndexStats {
     }
 }
 
+/// An index's last [`IndexStats`], kept while its store's stamp stands still: every data
+/// reply carries them, and reading them costs a merged counter row and a `meta` read.
+#[derive(Default)]
+pub(crate) struct StatsMemo(Mutex<Option<Memo>>);
+
+struct Memo {
+    /// Not an `Arc`: the memo must not keep a swapped-out store open. The allocation it
+    /// keeps alive cannot be reused by another store, so equal pointers are one store.
+    store: Weak<Store>,
+    stamp: StoreStamp,
+    stats: IndexStats,
+}
+
+impl StatsMemo {
+    pub(crate) fn stats(&self, kind: IndexKind, store: &Arc<Store>) -> Result<IndexStats> {
+        let stamp = store.stamp();
+        let kept =
+            |m: &Memo| m.stamp == stamp && std::ptr::eq(m.store.as_ptr(), Arc::as_ptr(store));
+        if let Some(m) = self
+            .lock()
+            .as_ref()
+            .filter(|m| kept(m) && m.stats.kind == kind)
+        {
+            return Ok(m.stats.clone());
+        }
+        let stats = IndexStats::of(kind, store)?;
+        *self.lock() = Some(Memo {
+            store: Arc::downgrade(store),
+            stamp,
+            stats: stats.clone(),
+        });
+        Ok(stats)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Memo>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,5 +161,40 @@ mod tests {
         store.put_info(INFO_NAME, &[9; INFO_LEN]).unwrap();
         let e = IndexInfo::read(&store).unwrap_err().to_string();
         assert!(e.contains("version 9"), "{e}");
+    }
+
+    #[test]
+    fn kept_stats_follow_writes_publishes_and_swapped_stores() {
+        let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+        let open =
+            |d: &tempfile::TempDir| Arc::new(Store::open(d.path(), &Default::default()).unwrap());
+        let (a, b) = (open(&dirs[0]), open(&dirs[1]));
+        a.publish();
+        let memo = StatsMemo::default();
+        let updated =
+            |store: &Arc<Store>| memo.stats(IndexKind::Historic, store).unwrap().updated_at;
+        let info = |at: i64| IndexInfo {
+            updated_at: at,
+            ..Default::default()
+        };
+        info(100).write(&a).unwrap();
+        assert_eq!(updated(&a), 100);
+        let stamp = a.stamp();
+        assert_eq!(updated(&a), 100);
+        assert_eq!(a.stamp(), stamp, "reading moves no stamp");
+        // A write the memo has not seen, then a publish: both are read again.
+        info(200).write(&a).unwrap();
+        assert_eq!(updated(&a), 200);
+        a.publish();
+        assert_ne!(a.stamp(), stamp);
+        assert_eq!(updated(&a), 200);
+        // Another store (a historic swap) at the same stamp is never taken for it.
+        info(300).write(&b).unwrap();
+        info(300).write(&b).unwrap();
+        b.publish();
+        b.publish();
+        assert_eq!(b.stamp(), a.stamp());
+        assert_eq!(updated(&b), 300);
+        assert_eq!(updated(&a), 200);
     }
 }

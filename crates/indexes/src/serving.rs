@@ -1,7 +1,7 @@
 //! The indexes as a server holds them: fresh ingested while serving and published one
 //! whole file at a time, historic swapped when a build names a new snapshot.
 
-use crate::info::{IndexInfo, IndexStats};
+use crate::info::{IndexInfo, IndexStats, StatsMemo};
 use crate::{DataDir, Error, IndexKind, Result};
 use ingest::{FileSummary, IngestOptions, Progress};
 use linkstore::{ExpireStats, Store, StoreOptions};
@@ -77,6 +77,8 @@ pub struct Indexes {
     window_days: u32,
     /// One fresh ingest at a time, so each publishes exactly one whole file.
     fresh_ingest: Mutex<()>,
+    /// Each index's statistics, fresh then historic.
+    stats: [StatsMemo; 2],
 }
 
 impl Indexes {
@@ -96,6 +98,7 @@ impl Indexes {
             historic: RwLock::new((name, historic)),
             window_days,
             fresh_ingest: Mutex::new(()),
+            stats: Default::default(),
         })
     }
 
@@ -121,7 +124,17 @@ impl Indexes {
     }
 
     pub fn stats(&self, kind: IndexKind) -> Result<IndexStats> {
-        IndexStats::of(kind, &self.store(kind))
+        self.stats_of(kind, &self.store(kind))
+    }
+
+    /// The statistics of `store`, which serves (or served until a swap) index `kind`:
+    /// read again only when the store has changed since the last call.
+    pub fn stats_of(&self, kind: IndexKind, store: &Arc<Store>) -> Result<IndexStats> {
+        let memo = match kind {
+            IndexKind::Fresh => &self.stats[0],
+            IndexKind::Historic => &self.stats[1],
+        };
+        memo.stats(kind, store)
     }
 
     /// Ingests a crawl file into fresh while serving. Readers keep seeing the state before

@@ -43,5 +43,5 @@ pub use ref_domain_query::{
     RefDomainMatch, RefDomainOrder, RefDomainPage, RefDomainQuery, MAX_ANALYSIS_DEPTH,
     MAX_CANDIDATE_ROWS,
 };
-pub use store::{sibling_path, Store, StoreMemory, StoreOptions, FORMAT_VERSION};
+pub use store::{sibling_path, Store, StoreMemory, StoreOptions, StoreStamp, FORMAT_VERSION};
 pub use writer::{ApplyStats, ExpireStats, Writer};

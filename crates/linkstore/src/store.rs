@@ -13,7 +13,7 @@ use rocksdb::{
     DB,
 };
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 /// What readers are shown once a writer publishes: a snapshot and the flow generation it
@@ -96,6 +96,14 @@ pub struct StoreMemory {
     pub table_readers: u64,
 }
 
+/// A point in a store's history: see [`Store::stamp`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoreStamp {
+    sequence: u64,
+    publishes: u64,
+    generation: u8,
+}
+
 /// A backlink database on disk.
 pub struct Store {
     /// What readers see once a writer publishes (`publish`); `None`: the latest writes.
@@ -106,6 +114,8 @@ pub struct Store {
     /// Generation of the latest `backlinks` and `metrics` rows (see `FlowUpdate`): what
     /// writers write and what an unpublished store serves.
     generation: AtomicU8,
+    /// Publishes so far, for [`Store::stamp`].
+    publishes: AtomicU64,
     /// One writer at a time: an ingest `Writer` or a `FlowUpdate`.
     pub(crate) write_lock: Mutex<()>,
     cache: Cache,
@@ -273,6 +283,7 @@ impl Store {
             hasher: ItemHasher::new(hash_bits),
             path,
             generation: AtomicU8::new(generation),
+            publishes: AtomicU64::new(0),
             write_lock: Mutex::new(()),
             cache,
         })
@@ -310,6 +321,7 @@ impl Store {
         let snapshot = Arc::new(OwnedSnapshot::take(&self.db));
         let mut published = self.published.write().unwrap_or_else(|p| p.into_inner());
         self.generation.store(g, Ordering::Release);
+        self.publishes.fetch_add(1, Ordering::Release);
         *published = Some(Published {
             snapshot,
             generation: g,
@@ -336,6 +348,18 @@ impl Store {
             snapshot,
             generation,
             hasher: self.hasher,
+        }
+    }
+
+    /// Moves whenever what [`Store::read`] or [`Store::info`] returns may have moved: at
+    /// every write (RocksDB's latest sequence number), publish and generation switch. Read
+    /// it before reading, and a value derived from the reads may be kept while the stamp
+    /// stands still.
+    pub fn stamp(&self) -> StoreStamp {
+        StoreStamp {
+            sequence: self.db.latest_sequence_number(),
+            publishes: self.publishes.load(Ordering::Acquire),
+            generation: self.generation(),
         }
     }
 

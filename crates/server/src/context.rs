@@ -45,9 +45,9 @@ impl Context {
         &self,
         reply: &mut Reply,
         kind: IndexKind,
-        store: &Store,
+        store: &Arc<Store>,
     ) -> Result<(), ApiError> {
-        let stats = IndexStats::of(kind, store).map_err(index_error)?;
+        let stats = self.indexes.stats_of(kind, store).map_err(index_error)?;
         reply.global("IndexBuildDate", date_time(stats.updated_at));
         reply.global("IndexType", i64::from(kind == IndexKind::Fresh));
         reply.global("UniqueIndexID", unique_index_id(&stats));

@@ -171,7 +171,7 @@ impl<const N: usize> Cells for Topics<N> {
     }
 
     fn cells(self, out: &mut Vec<Value>) {
-        out.extend(topic_values(&self.0, N));
+        push_topic_values(self.0, N, out);
     }
 }
 
@@ -182,12 +182,13 @@ pub fn topic_columns(prefix: &str, n: usize) -> Vec<String> {
         .collect()
 }
 
-/// The cells of [`topic_columns`].
-pub fn topic_values(topics: &[(String, u8)], n: usize) -> Vec<Value> {
-    (0..n)
-        .flat_map(|i| match topics.get(i) {
-            Some((t, v)) => [Value::from(t.as_str()), Value::Int(i64::from(*v))],
-            None => [Value::empty(), Value::empty()],
-        })
-        .collect()
+/// The cells of [`topic_columns`], taking the topics' names.
+pub fn push_topic_values(topics: Vec<(String, u8)>, n: usize, out: &mut Vec<Value>) {
+    let mut topics = topics.into_iter();
+    for _ in 0..n {
+        match topics.next() {
+            Some((t, v)) => out.extend([Value::Str(t), Value::Int(i64::from(v))]),
+            None => out.extend([Value::empty(), Value::empty()]),
+        }
+    }
 }

@@ -7,7 +7,7 @@ use crate::error::ApiError;
 use crate::metering;
 use crate::params::Params;
 use crate::row::{
-    table_row, topic_columns, topic_values, Date, NumText, Row, TrueFalse, UnknownNumber,
+    push_topic_values, table_row, topic_columns, Date, NumText, Row, TrueFalse, UnknownNumber,
     UnknownText,
 };
 use linkstore::{Counters, Item, ItemMetrics, Level, PageState};
@@ -214,14 +214,14 @@ pub(super) fn get_index_item_info(ctx: &Context, p: &Params) -> Result<Reply, Ap
                     None
                 };
                 InfoRow::of(n, raw, item, c.unwrap_or_default(), &m, page).cells(&mut cells);
-                cells.extend(topic_values(&m.topics, topics));
+                push_topic_values(m.topics.clone(), topics, &mut cells);
                 if all_topics {
                     cells.push(Value::Str(trust_categories(&m.topics)));
                 }
             }
             Err(e) => {
                 InfoRow::refused(n, raw, e).cells(&mut cells);
-                cells.extend(topic_values(&[], topics));
+                push_topic_values(Vec::new(), topics, &mut cells);
                 if all_topics {
                     cells.push(Value::empty());
                 }
