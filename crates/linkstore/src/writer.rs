@@ -13,6 +13,7 @@
 //! leaves half of one.
 
 use crate::aggregate::{accumulate, AnchorText, Counters, RefDomain, TimelineDelta};
+use crate::build::Table;
 use crate::crawl::{
     crawl_order, crawl_status, newer_crawl, next_state, older_crawl, CrawlOrder, UrlMetrics,
 };
@@ -42,42 +43,88 @@ enum Op {
 /// the memtable skip list inserts a sorted run several times faster than random keys.
 #[derive(Default)]
 struct SortedBatch {
-    ops: Vec<(&'static str, Vec<u8>, Op)>,
+    ops: Vec<(Table, Vec<u8>, Op)>,
+    /// Bytes of every key and value, to size the RocksDB batch once.
+    bytes: usize,
 }
 
 impl SortedBatch {
-    fn put(&mut self, cf: &'static str, key: impl Into<Vec<u8>>, value: impl Into<Vec<u8>>) {
-        self.ops.push((cf, key.into(), Op::Put(value.into())));
-    }
-
-    fn delete(&mut self, cf: &'static str, key: impl Into<Vec<u8>>) {
-        self.ops.push((cf, key.into(), Op::Delete));
-    }
-
-    fn merge(&mut self, cf: &'static str, key: Vec<u8>, operand: Vec<u8>) {
-        self.ops.push((cf, key, Op::Merge(operand)));
-    }
-
-    /// Sorts (stably, so later writes of a key stay later) and keeps only the last put or
-    /// delete of each key; merges of one key are all kept, in order.
-    fn into_write_batch(mut self, store: &Store) -> WriteBatch {
-        self.ops.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
-        let mut batch = WriteBatch::default();
-        let n = self.ops.len();
-        for i in 0..n {
-            let (cf, key, op) = &self.ops[i];
-            let superseded = i + 1 < n && {
-                let (ncf, nkey, nop) = &self.ops[i + 1];
-                ncf == cf && nkey == key && !matches!(nop, Op::Merge(_))
+    fn push(&mut self, table: Table, key: Vec<u8>, op: Op) {
+        self.bytes += key.len()
+            + match &op {
+                Op::Put(v) | Op::Merge(v) => v.len(),
+                Op::Delete => 0,
             };
+        self.ops.push((table, key, op));
+    }
+
+    fn put(&mut self, table: Table, key: impl Into<Vec<u8>>, value: impl Into<Vec<u8>>) {
+        self.push(table, key.into(), Op::Put(value.into()));
+    }
+
+    fn delete(&mut self, table: Table, key: impl Into<Vec<u8>>) {
+        self.push(table, key.into(), Op::Delete);
+    }
+
+    fn merge(&mut self, table: Table, key: Vec<u8>, operand: Vec<u8>) {
+        self.push(table, key, Op::Merge(operand));
+    }
+
+    /// Sorts by table and key (later writes of a key staying later) and keeps only the
+    /// last put or delete of each key; merges of one key are all kept, in order.
+    fn into_write_batch(self, store: &Store) -> WriteBatch {
+        let order = self.order();
+        // Per entry: a tag, a column family id and two lengths, each at most 5 bytes.
+        let mut batch = WriteBatch::with_capacity_bytes(self.bytes + order.len() * 16);
+        for (i, &at) in order.iter().enumerate() {
+            let (table, key, op) = &self.ops[at as usize];
+            let superseded = order.get(i + 1).is_some_and(|&next| {
+                let (ntable, nkey, nop) = &self.ops[next as usize];
+                ntable == table && nkey == key && !matches!(nop, Op::Merge(_))
+            });
+            let cf = store.cf(table.cf_name());
             match op {
                 Op::Put(_) | Op::Delete if superseded => {}
-                Op::Put(v) => batch.put_cf(store.cf(cf), key, v),
-                Op::Delete => batch.delete_cf(store.cf(cf), key),
-                Op::Merge(v) => batch.merge_cf(store.cf(cf), key, v),
+                Op::Put(v) => batch.put_cf(cf, key, v),
+                Op::Delete => batch.delete_cf(cf, key),
+                Op::Merge(v) => batch.merge_cf(cf, key, v),
             }
         }
         batch
+    }
+
+    /// Positions of the ops in (table, key, position) order. Sorting the ops themselves
+    /// moved 72-byte entries and compared keys behind pointers (7% of an incremental
+    /// ingest); this sorts 16-byte words of table, the key's first 8 bytes and position,
+    /// then orders only runs that tie on those 8 bytes (one item's rows) by whole key.
+    fn order(&self) -> Vec<u32> {
+        let word = |(i, (table, key, _)): (usize, &(Table, Vec<u8>, Op))| {
+            let mut head = [0u8; 8];
+            let n = key.len().min(8);
+            head[..n].copy_from_slice(&key[..n]);
+            (u128::from(*table as u8) << 96)
+                | (u128::from(u64::from_be_bytes(head)) << 32)
+                | i as u128
+        };
+        let mut words: Vec<u128> = self.ops.iter().enumerate().map(word).collect();
+        words.sort_unstable();
+        let mut order: Vec<u32> = words.iter().map(|&w| w as u32).collect();
+        let mut start = 0;
+        while start < words.len() {
+            let head = words[start] >> 32;
+            let end = start
+                + words[start..]
+                    .iter()
+                    .take_while(|&&w| w >> 32 == head)
+                    .count();
+            if end - start > 1 {
+                // Stable: equal keys keep their order of writing.
+                order[start..end]
+                    .sort_by(|&a, &b| self.ops[a as usize].1.cmp(&self.ops[b as usize].1));
+            }
+            start = end;
+        }
+        order
     }
 }
 use std::collections::hash_map::Entry;
@@ -235,10 +282,13 @@ impl<'a> Writer<'a> {
         if before != Some(after) {
             if let Some(day) = before {
                 self.batch
-                    .delete(CF_EXPIRY, expiry_page_key(day, &crawl.url));
+                    .delete(Table::Expiry, expiry_page_key(day, &crawl.url));
             }
-            self.batch
-                .put(CF_EXPIRY, expiry_page_key(after, &crawl.url), Vec::new());
+            self.batch.put(
+                Table::Expiry,
+                expiry_page_key(after, &crawl.url),
+                Vec::new(),
+            );
         }
         self.pages.insert(crawl.url.clone(), state);
         Ok(stats)
@@ -506,14 +556,14 @@ impl<'a> Writer<'a> {
                 delta,
             } => self.add_timeline(&item_key, day, delta),
             Contribution::Backlink { key, record } => match record {
-                Some(v) => self.batch.put(CF_BACKLINKS, key, v),
-                None => self.batch.delete(CF_BACKLINKS, key),
+                Some(v) => self.batch.put(Table::Backlinks, key, v),
+                None => self.batch.delete(Table::Backlinks, key),
             },
             Contribution::Expiry { key, sign } => {
                 if sign > 0 {
-                    self.batch.put(CF_EXPIRY, key, Vec::new());
+                    self.batch.put(Table::Expiry, key, Vec::new());
                 } else {
-                    self.batch.delete(CF_EXPIRY, key);
+                    self.batch.delete(Table::Expiry, key);
                 }
             }
         }
@@ -648,14 +698,14 @@ impl<'a> Writer<'a> {
                 self.contribute(rec, -1)?;
                 self.ref_url(&rec.target_url, -1)?;
                 self.batch
-                    .delete(CF_LINKS, link_key(&rec.source_url, &rec.target_url));
+                    .delete(Table::Links, link_key(&rec.source_url, &rec.target_url));
                 stats.links += 1;
             }
             self.commit()?;
         }
         for (expiry_key, url) in &old_pages {
-            self.batch.delete(CF_PAGES, url_key(url));
-            self.batch.delete(CF_EXPIRY, expiry_key.clone());
+            self.batch.delete(Table::Pages, url_key(url));
+            self.batch.delete(Table::Expiry, expiry_key.clone());
             let delta = Counters {
                 crawled_urls: -1,
                 ..Default::default()
@@ -750,39 +800,39 @@ impl<'a> Writer<'a> {
         let s = self.store;
         let mut batch = std::mem::take(&mut self.batch);
         for (url, state) in self.pages.drain() {
-            batch.put(CF_PAGES, url_key(&url), state.encode());
+            batch.put(Table::Pages, url_key(&url), state.encode());
         }
         for (source, target) in self.dirty_links.drain() {
             let rec = &self.links[&source][&target];
-            batch.put(CF_LINKS, link_key(&source, &target), rec.encode());
+            batch.put(Table::Links, link_key(&source, &target), rec.encode());
         }
         self.links.clear();
         for (key, delta) in self.counters.drain() {
-            batch.merge(CF_COUNTERS, key, delta.encode());
+            batch.merge(Table::Counters, key, delta.encode());
         }
         for (key, delta) in self.timeline.drain() {
-            batch.merge(CF_TIMELINE, key, delta.encode());
+            batch.merge(Table::Timeline, key, delta.encode());
         }
         for (key, n) in self.distinct.drain() {
             if n > 0 {
                 let mut v = Vec::with_capacity(4);
                 crate::codec::put_ivarint(&mut v, n);
-                batch.put(CF_DISTINCT, key, v);
+                batch.put(Table::Distinct, key, v);
             } else {
-                batch.delete(CF_DISTINCT, key);
+                batch.delete(Table::Distinct, key);
             }
         }
         write_ranked(
             &mut batch,
-            CF_REFDOMAINS,
-            CF_REFDOMAINS_RANKED,
+            Table::RefDomains,
+            Table::RefDomainsRanked,
             self.refdomains.drain(),
             |r| (r.links > 0, r.encode(), r.rank().to_vec(), r.domain.clone()),
         );
         write_ranked(
             &mut batch,
-            CF_ANCHORS,
-            CF_ANCHORS_RANKED,
+            Table::Anchors,
+            Table::AnchorsRanked,
             self.anchors.drain(),
             |a| (a.links > 0, a.encode(), a.rank().to_vec(), a.text.clone()),
         );
@@ -790,9 +840,9 @@ impl<'a> Writer<'a> {
             if n > 0 {
                 let mut v = Vec::with_capacity(4);
                 crate::codec::put_ivarint(&mut v, n);
-                batch.put(CF_URLS, url_key(&url), v);
+                batch.put(Table::Urls, url_key(&url), v);
             } else {
-                batch.delete(CF_URLS, url_key(&url));
+                batch.delete(Table::Urls, url_key(&url));
             }
         }
         self.flows.clear();
@@ -908,8 +958,8 @@ fn prefetch_tracked<T: Clone>(
 /// value as loaded) is deleted and the new one written. Empty rows are removed.
 fn write_ranked<T>(
     batch: &mut SortedBatch,
-    cf_rows: &'static str,
-    cf_ranked: &'static str,
+    cf_rows: Table,
+    cf_ranked: Table,
     rows: impl Iterator<Item = (Vec<u8>, Tracked<T>)>,
     describe: impl Fn(&T) -> (bool, Vec<u8>, Vec<u64>, String),
 ) {
@@ -968,4 +1018,49 @@ fn url_metrics(
         });
     flows.insert(url.to_string(), f.clone());
     Ok(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_batch_orders_by_table_then_whole_key_and_keeps_write_order_within_a_key() {
+        let mut b = SortedBatch::default();
+        // Keys tying on their first 8 bytes, shorter than 8 bytes, and a prefix of another
+        // once zero-padded; one key written twice; tables out of order.
+        let writes: [(Table, &[u8]); 8] = [
+            (Table::Counters, b"item0001b"),
+            (Table::Counters, b"item0001a"),
+            (Table::Links, b"zz"),
+            (Table::Counters, b"ab\0"),
+            (Table::Counters, b"ab"),
+            (Table::Counters, b"item0001a"),
+            (Table::Counters, b"item0001"),
+            (Table::Links, b"aa"),
+        ];
+        for (i, (table, key)) in writes.iter().enumerate() {
+            b.put(*table, key.to_vec(), vec![i as u8]);
+        }
+        let got: Vec<(Table, &[u8], u8)> = b
+            .order()
+            .into_iter()
+            .map(|i| {
+                let (table, key, op) = &b.ops[i as usize];
+                let Op::Put(v) = op else { unreachable!() };
+                (*table, key.as_slice(), v[0])
+            })
+            .collect();
+        let mut want: Vec<(Table, &[u8], u8)> = writes
+            .iter()
+            .enumerate()
+            .map(|(i, (t, k))| (*t, *k, i as u8))
+            .collect();
+        want.sort_by(|a, b| (a.0 as u8, a.1).cmp(&(b.0 as u8, b.1)));
+        assert_eq!(got, want);
+        assert_eq!(
+            b.bytes,
+            writes.iter().map(|(_, k)| k.len() + 1).sum::<usize>()
+        );
+    }
 }
