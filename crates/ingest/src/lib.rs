@@ -203,7 +203,8 @@ impl CrawlSink for WriterSink<'_> {
 
     fn record_done(&mut self) -> Result<(), linkstore::Error> {
         if self.writer.pending_pages() >= self.batch_pages {
-            self.writer.commit()?;
+            // The file's next crawls are applied while this batch is written.
+            self.writer.commit_in_background()?;
         }
         Ok(())
     }

@@ -216,3 +216,91 @@ fn views_equal_a_scan_of_the_records_left_after_the_window_expires() {
     );
     assert_eq!(store.read().index_counters().unwrap(), after);
 }
+
+/// Every row of every table, in key order.
+fn all_rows(store: &Store) -> Vec<(linkstore::build::Table, Vec<u8>, Vec<u8>)> {
+    let mut rows = Vec::new();
+    for table in linkstore::build::Table::ALL {
+        store
+            .read()
+            .scan_table(table, |k, v| rows.push((table, k.to_vec(), v.to_vec())))
+            .unwrap();
+    }
+    rows
+}
+
+#[test]
+fn batches_written_while_the_next_is_applied_give_the_store_one_batch_gives() {
+    // Small batches: most crawls are applied while the batch before is still being
+    // written, reading its rows from memory.
+    let tmp = tempfile::tempdir().unwrap();
+    let (_, small) = four_crawl_rounds(
+        &tmp.path().join("small"),
+        IngestOptions {
+            batch_pages: 37,
+            ..Default::default()
+        },
+    );
+    let (_, whole) = four_crawl_rounds(
+        &tmp.path().join("whole"),
+        IngestOptions {
+            batch_pages: usize::MAX,
+            ..Default::default()
+        },
+    );
+    assert_same_rows(&small, &whole);
+
+    // Each page crawled twice in a row: where a batch ends between the two, the second
+    // crawl reads the page's state and link set from the batch still being written.
+    let lines = |f: &std::path::Path| -> Vec<String> {
+        let gz = flate2::read::MultiGzDecoder::new(std::fs::File::open(f).unwrap());
+        std::io::BufRead::lines(std::io::BufReader::new(gz))
+            .map(Result::unwrap)
+            .collect()
+    };
+    let crawl = tmp.path().join("small/crawl");
+    let url = |line: &str| -> String {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        v["url"].as_str().unwrap().to_string()
+    };
+    let mut second: BTreeMap<String, String> = lines(&crawl.join("crawl-001.jsonl.gz"))
+        .into_iter()
+        .map(|l| (url(&l), l))
+        .collect();
+    let twice = tmp.path().join("twice.jsonl");
+    let mut text = String::new();
+    let mut pairs = 0;
+    for a in lines(&crawl.join("crawl-000.jsonl.gz")) {
+        text.push_str(&a);
+        text.push('\n');
+        if let Some(b) = second.remove(&url(&a)) {
+            text.push_str(&b);
+            text.push('\n');
+            pairs += 1;
+        }
+    }
+    assert!(pairs > 2_000, "{pairs} pages crawled twice");
+    std::fs::write(&twice, text).unwrap();
+    let ingest = |name: &str, batch_pages: usize| {
+        let store = Store::open(tmp.path().join(name), &StoreOptions::default()).unwrap();
+        let opts = IngestOptions {
+            batch_pages,
+            ..Default::default()
+        };
+        ingest_file(&store, &twice, &opts, &mut |_| {}).unwrap();
+        store
+    };
+    assert_same_rows(
+        &ingest("twice-small", 37),
+        &ingest("twice-whole", usize::MAX),
+    );
+}
+
+fn assert_same_rows(a: &Store, b: &Store) {
+    let (a, b) = (all_rows(a), all_rows(b));
+    assert!(b.len() > 10_000, "{} rows", b.len());
+    assert_eq!(a.len(), b.len());
+    for (x, y) in a.iter().zip(&b) {
+        assert_eq!(x, y, "first differing row");
+    }
+}

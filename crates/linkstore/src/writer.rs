@@ -72,7 +72,7 @@ impl SortedBatch {
 
     /// Sorts by table and key (later writes of a key staying later) and keeps only the
     /// last put or delete of each key; merges of one key are all kept, in order.
-    fn into_write_batch(self, store: &Store) -> WriteBatch {
+    fn into_write_batch(self, db: &rocksdb::DB) -> WriteBatch {
         let order = self.order();
         // Per entry: a tag, a column family id and two lengths, each at most 5 bytes.
         let mut batch = WriteBatch::with_capacity_bytes(self.bytes + order.len() * 16);
@@ -82,7 +82,7 @@ impl SortedBatch {
                 let (ntable, nkey, nop) = &self.ops[next as usize];
                 ntable == table && nkey == key && !matches!(nop, Op::Merge(_))
             });
-            let cf = store.cf(table.cf_name());
+            let cf = cf_handle(db, table.cf_name());
             match op {
                 Op::Put(_) | Op::Delete if superseded => {}
                 Op::Put(v) => batch.put_cf(cf, key, v),
@@ -129,6 +129,7 @@ impl SortedBatch {
 }
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
 
 /// What applying one crawl did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -181,6 +182,31 @@ pub struct Writer<'a> {
     /// Contributions not applied yet, in order: their aggregate rows are read together
     /// first ([`Writer::apply_pending`]).
     pending: Vec<Contribution>,
+    /// The last batch handed to a background write ([`Writer::commit_in_background`]):
+    /// read before the store while that write is in flight.
+    in_flight: Option<InFlight>,
+}
+
+/// A batch being written by its own thread, and its rows as they will be once written.
+struct InFlight {
+    rows: Arc<Committed>,
+    write: std::thread::JoinHandle<Result<()>>,
+}
+
+/// Everything one batch writes besides its raw row writes (backlinks, expiry): the
+/// writer's overlays, moved out whole at commit.
+#[derive(Default)]
+struct Committed {
+    pages: HashMap<String, PageState>,
+    /// Whole link sets of the pages the batch touched.
+    links: HashMap<String, BTreeMap<String, LinkRecord>>,
+    dirty_links: HashSet<(String, String)>,
+    counters: HashMap<Vec<u8>, Counters>,
+    timeline: HashMap<Vec<u8>, TimelineDelta>,
+    refdomains: HashMap<Vec<u8>, Tracked<RefDomain>>,
+    anchors: HashMap<Vec<u8>, Tracked<AnchorText>>,
+    distinct: HashMap<Vec<u8>, i64>,
+    url_refs: HashMap<String, i64>,
 }
 
 /// Contributions held back before their rows are read in one sorted multi-get per table
@@ -214,7 +240,13 @@ impl<'a> Writer<'a> {
             url_refs: HashMap::new(),
             pending_pages: 0,
             pending: Vec::new(),
+            in_flight: None,
         }
+    }
+
+    /// The rows of the batch being written, if one is in flight.
+    fn in_flight_rows(&self) -> Option<&Committed> {
+        self.in_flight.as_ref().map(|f| &*f.rows)
     }
 
     /// Crawls applied since the last commit.
@@ -298,6 +330,9 @@ impl<'a> Writer<'a> {
         if let Some(s) = self.pages.get(url) {
             return Ok(Some(*s));
         }
+        if let Some(s) = self.in_flight_rows().and_then(|c| c.pages.get(url)) {
+            return Ok(Some(*s));
+        }
         // The latest state, not the published one: pages this writer committed in earlier
         // batches are not published yet.
         self.store.latest_page(url)
@@ -318,6 +353,11 @@ impl<'a> Writer<'a> {
     ) -> Result<BTreeMap<String, LinkRecord>> {
         if let Some(set) = self.links.get(source) {
             return Ok(set.clone());
+        }
+        if let Some(set) = self.in_flight_rows().and_then(|c| c.links.get(source)) {
+            let set = set.clone();
+            self.links.insert(source.to_string(), set.clone());
+            return Ok(set);
         }
         let mut set = BTreeMap::new();
         for mut rec in self.stored_links(source)? {
@@ -438,7 +478,12 @@ impl<'a> Writer<'a> {
                 } => {
                     let key = distinct_key(item_key, *kind, member);
                     if !self.distinct.contains_key(&key) {
-                        distinct.push(key);
+                        match self.in_flight_rows().and_then(|c| c.distinct.get(&key)) {
+                            Some(&n) => {
+                                self.distinct.insert(key, n.max(0));
+                            }
+                            None => distinct.push(key),
+                        }
                     }
                     if *kind == DistinctKind::AnchorDomain {
                         let key = member_key(item_key, anchor_of_member(member));
@@ -463,6 +508,25 @@ impl<'a> Writer<'a> {
                 }
                 _ => {}
             }
+        }
+        let in_flight = self.in_flight.as_ref().map(|f| Arc::clone(&f.rows));
+        if let Some(c) = &in_flight {
+            take_written(
+                &mut self.refdomains,
+                &c.refdomains,
+                &mut refdomains,
+                CF_REFDOMAINS,
+                |r| r.links > 0,
+                empty_ref_domain,
+            )?;
+            take_written(
+                &mut self.anchors,
+                &c.anchors,
+                &mut anchors,
+                CF_ANCHORS,
+                |a| a.links > 0,
+                empty_anchor,
+            )?;
         }
         distinct.sort_unstable();
         distinct.dedup();
@@ -572,11 +636,23 @@ impl<'a> Writer<'a> {
 
     /// The anchor-text row of `text` for an item, loaded or started empty.
     fn anchor_row(&mut self, item_key: &[u8], text: &str) -> Result<&mut AnchorText> {
+        let key = member_key(item_key, text);
+        if let Some(c) = self.in_flight.as_ref().map(|f| Arc::clone(&f.rows)) {
+            let mut want = vec![(key.clone(), item_key.len())];
+            take_written(
+                &mut self.anchors,
+                &c.anchors,
+                &mut want,
+                CF_ANCHORS,
+                |a| a.links > 0,
+                empty_anchor,
+            )?;
+        }
         tracked(
             &mut self.anchors,
             self.store,
             CF_ANCHORS,
-            member_key(item_key, text),
+            key,
             item_key.len(),
             AnchorText::decode,
             || empty_anchor(text),
@@ -594,11 +670,23 @@ impl<'a> Writer<'a> {
 
     /// The referring-domain row of `domain` for an item, loaded or started empty.
     fn refdomain_row(&mut self, item_key: &[u8], domain: &str) -> Result<&mut RefDomain> {
+        let key = member_key(item_key, domain);
+        if let Some(c) = self.in_flight.as_ref().map(|f| Arc::clone(&f.rows)) {
+            let mut want = vec![(key.clone(), item_key.len())];
+            take_written(
+                &mut self.refdomains,
+                &c.refdomains,
+                &mut want,
+                CF_REFDOMAINS,
+                |r| r.links > 0,
+                empty_ref_domain,
+            )?;
+        }
         tracked(
             &mut self.refdomains,
             self.store,
             CF_REFDOMAINS,
-            member_key(item_key, domain),
+            key,
             item_key.len(),
             RefDomain::decode,
             || empty_ref_domain(domain),
@@ -624,8 +712,13 @@ impl<'a> Writer<'a> {
     /// pointing to it. A URL is known to the index (and counted in its items'
     /// `indexed_urls`) while its count is above zero.
     fn ref_url(&mut self, url: &str, sign: i64) -> Result<()> {
-        let before = match self.url_refs.get(url) {
-            Some(&n) => n,
+        let written = || {
+            // Written as a delete when not above 0.
+            let c = self.in_flight_rows()?;
+            c.url_refs.get(url).map(|&n| n.max(0))
+        };
+        let before = match self.url_refs.get(url).copied().or_else(written) {
+            Some(n) => n,
             None => match self
                 .store
                 .db
@@ -778,8 +871,12 @@ impl<'a> Writer<'a> {
         sign: i64,
     ) -> Result<i64> {
         let key = distinct_key(item_key, kind, member);
-        let before = match self.distinct.get(&key) {
-            Some(&n) => n,
+        let written = || {
+            let c = self.in_flight_rows()?;
+            c.distinct.get(&key).map(|&n| n.max(0))
+        };
+        let before = match self.distinct.get(&key).copied().or_else(written) {
+            Some(n) => n,
             None => match self
                 .store
                 .db
@@ -794,64 +891,117 @@ impl<'a> Writer<'a> {
         Ok(i64::from(after > 0) - i64::from(before > 0))
     }
 
-    /// Writes everything buffered since the last commit in one atomic write batch.
+    /// Writes everything buffered since the last commit in one atomic write batch, and
+    /// returns once it (and any batch still in flight) is in the store.
     pub fn commit(&mut self) -> Result<()> {
+        self.commit_in_background()?;
+        self.wait()
+    }
+
+    /// Hands everything buffered since the last commit to a thread that writes it as one
+    /// atomic write batch, and returns: the next crawls are applied meanwhile, reading the
+    /// batch's rows from memory until the write is done (at most one batch is in flight).
+    /// [`Writer::commit`], or dropping the writer, waits for it.
+    pub fn commit_in_background(&mut self) -> Result<()> {
         self.apply_pending()?;
-        let s = self.store;
-        let mut batch = std::mem::take(&mut self.batch);
-        for (url, state) in self.pages.drain() {
-            batch.put(Table::Pages, url_key(&url), state.encode());
+        self.wait()?;
+        let rows = Arc::new(Committed {
+            pages: std::mem::take(&mut self.pages),
+            links: std::mem::take(&mut self.links),
+            dirty_links: std::mem::take(&mut self.dirty_links),
+            counters: std::mem::take(&mut self.counters),
+            timeline: std::mem::take(&mut self.timeline),
+            refdomains: std::mem::take(&mut self.refdomains),
+            anchors: std::mem::take(&mut self.anchors),
+            distinct: std::mem::take(&mut self.distinct),
+            url_refs: std::mem::take(&mut self.url_refs),
+        });
+        self.flows.clear();
+        self.pending_pages = 0;
+        let batch = std::mem::take(&mut self.batch);
+        let (db, written) = (Arc::clone(&self.store.db), Arc::clone(&rows));
+        let write = std::thread::Builder::new()
+            .name("store-writer".into())
+            .spawn(move || written.write(batch, &db))
+            .map_err(|e| {
+                crate::Error::corrupt("write batch", format!("cannot start a writer thread: {e}"))
+            })?;
+        self.in_flight = Some(InFlight { rows, write });
+        Ok(())
+    }
+
+    /// Waits for the batch in flight, if any, to be in the store.
+    fn wait(&mut self) -> Result<()> {
+        match self.in_flight.take() {
+            None => Ok(()),
+            Some(f) => f
+                .write
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
         }
-        for (source, target) in self.dirty_links.drain() {
-            let rec = &self.links[&source][&target];
-            batch.put(Table::Links, link_key(&source, &target), rec.encode());
+    }
+}
+
+impl Drop for Writer<'_> {
+    /// A batch in flight is written before the write lock is let go.
+    fn drop(&mut self) {
+        let _ = self.wait();
+    }
+}
+
+impl Committed {
+    /// Writes the rows, with `batch`'s row writes, in one atomic write batch.
+    fn write(&self, mut batch: SortedBatch, db: &rocksdb::DB) -> Result<()> {
+        for (url, state) in &self.pages {
+            batch.put(Table::Pages, url_key(url), state.encode());
         }
-        self.links.clear();
-        for (key, delta) in self.counters.drain() {
-            batch.merge(Table::Counters, key, delta.encode());
+        for (source, target) in &self.dirty_links {
+            let rec = &self.links[source][target];
+            batch.put(Table::Links, link_key(source, target), rec.encode());
         }
-        for (key, delta) in self.timeline.drain() {
-            batch.merge(Table::Timeline, key, delta.encode());
+        for (key, delta) in &self.counters {
+            batch.merge(Table::Counters, key.clone(), delta.encode());
         }
-        for (key, n) in self.distinct.drain() {
+        for (key, delta) in &self.timeline {
+            batch.merge(Table::Timeline, key.clone(), delta.encode());
+        }
+        for (key, &n) in &self.distinct {
             if n > 0 {
                 let mut v = Vec::with_capacity(4);
                 crate::codec::put_ivarint(&mut v, n);
-                batch.put(Table::Distinct, key, v);
+                batch.put(Table::Distinct, key.clone(), v);
             } else {
-                batch.delete(Table::Distinct, key);
+                batch.delete(Table::Distinct, key.clone());
             }
         }
         write_ranked(
             &mut batch,
             Table::RefDomains,
             Table::RefDomainsRanked,
-            self.refdomains.drain(),
+            &self.refdomains,
             |r| (r.links > 0, r.encode(), r.rank().to_vec(), r.domain.clone()),
         );
         write_ranked(
             &mut batch,
             Table::Anchors,
             Table::AnchorsRanked,
-            self.anchors.drain(),
+            &self.anchors,
             |a| (a.links > 0, a.encode(), a.rank().to_vec(), a.text.clone()),
         );
-        for (url, n) in self.url_refs.drain() {
+        for (url, &n) in &self.url_refs {
             if n > 0 {
                 let mut v = Vec::with_capacity(4);
                 crate::codec::put_ivarint(&mut v, n);
-                batch.put(Table::Urls, url_key(&url), v);
+                batch.put(Table::Urls, url_key(url), v);
             } else {
-                batch.delete(Table::Urls, url_key(&url));
+                batch.delete(Table::Urls, url_key(url));
             }
         }
-        self.flows.clear();
-        self.pending_pages = 0;
         // No WAL: a batch either reaches an (atomically flushed) memtable whole or is
         // lost whole in a crash, and re-applying crawls is idempotent.
         let mut wo = rocksdb::WriteOptions::default();
         wo.disable_wal(true);
-        s.db.write_opt(batch.into_write_batch(s), &wo)?;
+        db.write_opt(batch.into_write_batch(db), &wo)?;
         Ok(())
     }
 }
@@ -934,13 +1084,7 @@ fn prefetch_tracked<T: Clone>(
         let original = value.map(|v| decode(&v)).transpose()?;
         let current = match &original {
             Some(row) => row.clone(),
-            None => {
-                let member = key
-                    .get(item_key_len..key.len() - 1)
-                    .and_then(|m| std::str::from_utf8(m).ok())
-                    .ok_or_else(|| crate::Error::corrupt(cf, "member is not UTF-8"))?;
-                fresh(member)
-            }
+            None => fresh(member_of(&key, item_key_len, cf)?),
         };
         rows.insert(
             key,
@@ -954,13 +1098,58 @@ fn prefetch_tracked<T: Clone>(
     Ok(())
 }
 
+/// The member of an aggregate row key (`item_key | member | 0`).
+fn member_of<'k>(key: &'k [u8], item_key_len: usize, cf: &'static str) -> Result<&'k str> {
+    key.get(item_key_len..key.len().saturating_sub(1))
+        .and_then(|m| std::str::from_utf8(m).ok())
+        .ok_or_else(|| crate::Error::corrupt(cf, "member is not UTF-8"))
+}
+
+/// Loads the rows of `wanted` that the batch in flight writes from its values, as the
+/// store will hold them (a row it empties is deleted), and leaves the others in `wanted`
+/// for the store: while the write is in flight the store may still hold the old rows.
+fn take_written<T: Clone>(
+    rows: &mut HashMap<Vec<u8>, Tracked<T>>,
+    written: &HashMap<Vec<u8>, Tracked<T>>,
+    wanted: &mut Vec<(Vec<u8>, usize)>,
+    cf: &'static str,
+    kept: impl Fn(&T) -> bool,
+    fresh: impl Fn(&str) -> T,
+) -> Result<()> {
+    let mut left = Vec::with_capacity(wanted.len());
+    for (key, item_key_len) in wanted.drain(..) {
+        let Some(w) = written.get(&key) else {
+            left.push((key, item_key_len));
+            continue;
+        };
+        if rows.contains_key(&key) {
+            continue;
+        }
+        let original = kept(&w.current).then(|| w.current.clone());
+        let current = match &original {
+            Some(row) => row.clone(),
+            None => fresh(member_of(&key, item_key_len, cf)?),
+        };
+        rows.insert(
+            key,
+            Tracked {
+                item_key_len,
+                original,
+                current,
+            },
+        );
+    }
+    *wanted = left;
+    Ok(())
+}
+
 /// Writes aggregate rows and moves their ranked copies: the old ranked key (from the
 /// value as loaded) is deleted and the new one written. Empty rows are removed.
 fn write_ranked<T>(
     batch: &mut SortedBatch,
     cf_rows: Table,
     cf_ranked: Table,
-    rows: impl Iterator<Item = (Vec<u8>, Tracked<T>)>,
+    rows: &HashMap<Vec<u8>, Tracked<T>>,
     describe: impl Fn(&T) -> (bool, Vec<u8>, Vec<u64>, String),
 ) {
     for (key, t) in rows {
@@ -976,9 +1165,9 @@ fn write_ranked<T>(
                 ranked_key(item_key, &rank, &member),
                 value.clone(),
             );
-            batch.put(cf_rows, key, value);
+            batch.put(cf_rows, key.clone(), value);
         } else {
-            batch.delete(cf_rows, key);
+            batch.delete(cf_rows, key.clone());
         }
     }
 }
