@@ -167,17 +167,8 @@ pub struct Writer<'a> {
     /// Current flow metrics and top topics of URLs, cached for the batch.
     flows: HashMap<String, UrlMetrics>,
     batch: SortedBatch,
-    pages: HashMap<String, PageState>,
-    /// Link sets of the pages touched in this batch, by source URL then target URL.
-    links: HashMap<String, BTreeMap<String, LinkRecord>>,
-    dirty_links: HashSet<(String, String)>,
-    counters: HashMap<Vec<u8>, Counters>,
-    timeline: HashMap<Vec<u8>, TimelineDelta>,
-    refdomains: HashMap<Vec<u8>, Tracked<RefDomain>>,
-    anchors: HashMap<Vec<u8>, Tracked<AnchorText>>,
-    distinct: HashMap<Vec<u8>, i64>,
-    /// Reference counts of URLs touched in this batch (see `ref_url`).
-    url_refs: HashMap<String, i64>,
+    /// The rows this batch has read and changed.
+    rows: BatchRows,
     pending_pages: usize,
     /// Contributions not applied yet, in order: their aggregate rows are read together
     /// first ([`Writer::apply_pending`]).
@@ -189,16 +180,17 @@ pub struct Writer<'a> {
 
 /// A batch being written by its own thread, and its rows as they will be once written.
 struct InFlight {
-    rows: Arc<Committed>,
+    rows: Arc<BatchRows>,
     write: std::thread::JoinHandle<Result<()>>,
 }
 
-/// Everything one batch writes besides its raw row writes (backlinks, expiry): the
-/// writer's overlays, moved out whole at commit.
+/// Everything one batch writes besides its raw row writes (backlinks, expiry): what it
+/// read, as it changed it. Later crawls of the batch read through it; at commit it moves
+/// whole to the write.
 #[derive(Default)]
-struct Committed {
+struct BatchRows {
     pages: HashMap<String, PageState>,
-    /// Whole link sets of the pages the batch touched.
+    /// Whole link sets of the pages the batch touched, by source URL then target URL.
     links: HashMap<String, BTreeMap<String, LinkRecord>>,
     dirty_links: HashSet<(String, String)>,
     counters: HashMap<Vec<u8>, Counters>,
@@ -206,6 +198,7 @@ struct Committed {
     refdomains: HashMap<Vec<u8>, Tracked<RefDomain>>,
     anchors: HashMap<Vec<u8>, Tracked<AnchorText>>,
     distinct: HashMap<Vec<u8>, i64>,
+    /// Reference counts of the URLs touched (see `Writer::ref_url`).
     url_refs: HashMap<String, i64>,
 }
 
@@ -229,15 +222,7 @@ impl<'a> Writer<'a> {
             generation: store.generation(),
             flows: HashMap::new(),
             batch: SortedBatch::default(),
-            pages: HashMap::new(),
-            links: HashMap::new(),
-            dirty_links: HashSet::new(),
-            counters: HashMap::new(),
-            timeline: HashMap::new(),
-            refdomains: HashMap::new(),
-            anchors: HashMap::new(),
-            distinct: HashMap::new(),
-            url_refs: HashMap::new(),
+            rows: BatchRows::default(),
             pending_pages: 0,
             pending: Vec::new(),
             in_flight: None,
@@ -245,7 +230,7 @@ impl<'a> Writer<'a> {
     }
 
     /// The rows of the batch being written, if one is in flight.
-    fn in_flight_rows(&self) -> Option<&Committed> {
+    fn in_flight_rows(&self) -> Option<&BatchRows> {
         self.in_flight.as_ref().map(|f| &*f.rows)
     }
 
@@ -322,12 +307,12 @@ impl<'a> Writer<'a> {
                 Vec::new(),
             );
         }
-        self.pages.insert(crawl.url.clone(), state);
+        self.rows.pages.insert(crawl.url.clone(), state);
         Ok(stats)
     }
 
     fn page_state(&mut self, url: &str) -> Result<Option<PageState>> {
-        if let Some(s) = self.pages.get(url) {
+        if let Some(s) = self.rows.pages.get(url) {
             return Ok(Some(*s));
         }
         if let Some(s) = self.in_flight_rows().and_then(|c| c.pages.get(url)) {
@@ -351,12 +336,12 @@ impl<'a> Writer<'a> {
         source: &str,
         source_flow: FlowPair,
     ) -> Result<BTreeMap<String, LinkRecord>> {
-        if let Some(set) = self.links.get(source) {
+        if let Some(set) = self.rows.links.get(source) {
             return Ok(set.clone());
         }
         if let Some(set) = self.in_flight_rows().and_then(|c| c.links.get(source)) {
             let set = set.clone();
-            self.links.insert(source.to_string(), set.clone());
+            self.rows.links.insert(source.to_string(), set.clone());
             return Ok(set);
         }
         let mut set = BTreeMap::new();
@@ -364,7 +349,7 @@ impl<'a> Writer<'a> {
             rec.source_flow = source_flow;
             set.insert(rec.target_url.clone(), rec);
         }
-        self.links.insert(source.to_string(), set.clone());
+        self.rows.links.insert(source.to_string(), set.clone());
         Ok(set)
     }
 
@@ -378,9 +363,11 @@ impl<'a> Writer<'a> {
             }
             None => self.contribute(&new, 1)?,
         }
-        self.dirty_links
+        self.rows
+            .dirty_links
             .insert((new.source_url.clone(), new.target_url.clone()));
-        self.links
+        self.rows
+            .links
             .entry(new.source_url.clone())
             .or_default()
             .insert(new.target_url.clone(), new);
@@ -477,17 +464,17 @@ impl<'a> Writer<'a> {
                     ..
                 } => {
                     let key = distinct_key(item_key, *kind, member);
-                    if !self.distinct.contains_key(&key) {
+                    if !self.rows.distinct.contains_key(&key) {
                         match self.in_flight_rows().and_then(|c| c.distinct.get(&key)) {
                             Some(&n) => {
-                                self.distinct.insert(key, n.max(0));
+                                self.rows.distinct.insert(key, n.max(0));
                             }
                             None => distinct.push(key),
                         }
                     }
                     if *kind == DistinctKind::AnchorDomain {
                         let key = member_key(item_key, anchor_of_member(member));
-                        if !self.anchors.contains_key(&key) {
+                        if !self.rows.anchors.contains_key(&key) {
                             anchors.push((key, item_key.len()));
                         }
                     }
@@ -496,37 +483,21 @@ impl<'a> Writer<'a> {
                     item_key, domain, ..
                 } => {
                     let key = member_key(item_key, domain);
-                    if !self.refdomains.contains_key(&key) {
+                    if !self.rows.refdomains.contains_key(&key) {
                         refdomains.push((key, item_key.len()));
                     }
                 }
                 Contribution::Anchor { item_key, text, .. } => {
                     let key = member_key(item_key, text);
-                    if !self.anchors.contains_key(&key) {
+                    if !self.rows.anchors.contains_key(&key) {
                         anchors.push((key, item_key.len()));
                     }
                 }
                 _ => {}
             }
         }
-        let in_flight = self.in_flight.as_ref().map(|f| Arc::clone(&f.rows));
-        if let Some(c) = &in_flight {
-            take_written(
-                &mut self.refdomains,
-                &c.refdomains,
-                &mut refdomains,
-                CF_REFDOMAINS,
-                |r| r.links > 0,
-                empty_ref_domain,
-            )?;
-            take_written(
-                &mut self.anchors,
-                &c.anchors,
-                &mut anchors,
-                CF_ANCHORS,
-                |a| a.links > 0,
-                empty_anchor,
-            )?;
+        if let Some(c) = self.in_flight.as_ref().map(|f| Arc::clone(&f.rows)) {
+            self.rows.take_written(&c, &mut refdomains, &mut anchors)?;
         }
         distinct.sort_unstable();
         distinct.dedup();
@@ -536,10 +507,10 @@ impl<'a> Writer<'a> {
                 Some(v) => crate::codec::Reader::new(&v, CF_DISTINCT).ivarint()?,
                 None => 0,
             };
-            self.distinct.insert(key, n);
+            self.rows.distinct.insert(key, n);
         }
         prefetch_tracked(
-            &mut self.refdomains,
+            &mut self.rows.refdomains,
             self.store,
             CF_REFDOMAINS,
             refdomains,
@@ -547,7 +518,7 @@ impl<'a> Writer<'a> {
             empty_ref_domain,
         )?;
         prefetch_tracked(
-            &mut self.anchors,
+            &mut self.rows.anchors,
             self.store,
             CF_ANCHORS,
             anchors,
@@ -639,17 +610,10 @@ impl<'a> Writer<'a> {
         let key = member_key(item_key, text);
         if let Some(c) = self.in_flight.as_ref().map(|f| Arc::clone(&f.rows)) {
             let mut want = vec![(key.clone(), item_key.len())];
-            take_written(
-                &mut self.anchors,
-                &c.anchors,
-                &mut want,
-                CF_ANCHORS,
-                |a| a.links > 0,
-                empty_anchor,
-            )?;
+            self.rows.take_written(&c, &mut Vec::new(), &mut want)?;
         }
         tracked(
-            &mut self.anchors,
+            &mut self.rows.anchors,
             self.store,
             CF_ANCHORS,
             key,
@@ -661,6 +625,7 @@ impl<'a> Writer<'a> {
 
     fn add_timeline(&mut self, item_key: &[u8], day: u32, d: TimelineDelta) {
         let e = self
+            .rows
             .timeline
             .entry(timeline_key(item_key, day))
             .or_default();
@@ -673,17 +638,10 @@ impl<'a> Writer<'a> {
         let key = member_key(item_key, domain);
         if let Some(c) = self.in_flight.as_ref().map(|f| Arc::clone(&f.rows)) {
             let mut want = vec![(key.clone(), item_key.len())];
-            take_written(
-                &mut self.refdomains,
-                &c.refdomains,
-                &mut want,
-                CF_REFDOMAINS,
-                |r| r.links > 0,
-                empty_ref_domain,
-            )?;
+            self.rows.take_written(&c, &mut want, &mut Vec::new())?;
         }
         tracked(
-            &mut self.refdomains,
+            &mut self.rows.refdomains,
             self.store,
             CF_REFDOMAINS,
             key,
@@ -694,7 +652,7 @@ impl<'a> Writer<'a> {
     }
 
     fn add_counters(&mut self, key: Vec<u8>, delta: &Counters) {
-        accumulate(self.counters.entry(key).or_default(), delta);
+        accumulate(self.rows.counters.entry(key).or_default(), delta);
     }
 
     fn add_counters_for_url(&mut self, url: &str, delta: &Counters, with_index: bool) {
@@ -717,7 +675,7 @@ impl<'a> Writer<'a> {
             let c = self.in_flight_rows()?;
             c.url_refs.get(url).map(|&n| n.max(0))
         };
-        let before = match self.url_refs.get(url).copied().or_else(written) {
+        let before = match self.rows.url_refs.get(url).copied().or_else(written) {
             Some(n) => n,
             None => match self
                 .store
@@ -729,7 +687,7 @@ impl<'a> Writer<'a> {
             },
         };
         let after = before + sign;
-        self.url_refs.insert(url.to_string(), after);
+        self.rows.url_refs.insert(url.to_string(), after);
         let moved = i64::from(after > 0) - i64::from(before > 0);
         if moved != 0 {
             let delta = Counters {
@@ -875,7 +833,7 @@ impl<'a> Writer<'a> {
             let c = self.in_flight_rows()?;
             c.distinct.get(&key).map(|&n| n.max(0))
         };
-        let before = match self.distinct.get(&key).copied().or_else(written) {
+        let before = match self.rows.distinct.get(&key).copied().or_else(written) {
             Some(n) => n,
             None => match self
                 .store
@@ -887,7 +845,7 @@ impl<'a> Writer<'a> {
             },
         };
         let after = before + sign;
-        self.distinct.insert(key, after);
+        self.rows.distinct.insert(key, after);
         Ok(i64::from(after > 0) - i64::from(before > 0))
     }
 
@@ -905,17 +863,7 @@ impl<'a> Writer<'a> {
     pub fn commit_in_background(&mut self) -> Result<()> {
         self.apply_pending()?;
         self.wait()?;
-        let rows = Arc::new(Committed {
-            pages: std::mem::take(&mut self.pages),
-            links: std::mem::take(&mut self.links),
-            dirty_links: std::mem::take(&mut self.dirty_links),
-            counters: std::mem::take(&mut self.counters),
-            timeline: std::mem::take(&mut self.timeline),
-            refdomains: std::mem::take(&mut self.refdomains),
-            anchors: std::mem::take(&mut self.anchors),
-            distinct: std::mem::take(&mut self.distinct),
-            url_refs: std::mem::take(&mut self.url_refs),
-        });
+        let rows = Arc::new(std::mem::take(&mut self.rows));
         self.flows.clear();
         self.pending_pages = 0;
         let batch = std::mem::take(&mut self.batch);
@@ -949,7 +897,33 @@ impl Drop for Writer<'_> {
     }
 }
 
-impl Committed {
+impl BatchRows {
+    /// Loads the referring-domain and anchor rows wanted that `written` (the batch in
+    /// flight) writes, as the store will hold them; the others stay wanted.
+    fn take_written(
+        &mut self,
+        written: &BatchRows,
+        refdomains: &mut Vec<(Vec<u8>, usize)>,
+        anchors: &mut Vec<(Vec<u8>, usize)>,
+    ) -> Result<()> {
+        take_written(
+            &mut self.refdomains,
+            &written.refdomains,
+            refdomains,
+            CF_REFDOMAINS,
+            |r| r.links > 0,
+            empty_ref_domain,
+        )?;
+        take_written(
+            &mut self.anchors,
+            &written.anchors,
+            anchors,
+            CF_ANCHORS,
+            |a| a.links > 0,
+            empty_anchor,
+        )
+    }
+
     /// Writes the rows, with `batch`'s row writes, in one atomic write batch.
     fn write(&self, mut batch: SortedBatch, db: &rocksdb::DB) -> Result<()> {
         for (url, state) in &self.pages {
@@ -1082,20 +1056,29 @@ fn prefetch_tracked<T: Clone>(
     let values = multi_get(store, cf, wanted.iter().map(|(k, _)| k))?;
     for ((key, item_key_len), value) in wanted.into_iter().zip(values) {
         let original = value.map(|v| decode(&v)).transpose()?;
-        let current = match &original {
-            Some(row) => row.clone(),
-            None => fresh(member_of(&key, item_key_len, cf)?),
-        };
-        rows.insert(
-            key,
-            Tracked {
-                item_key_len,
-                original,
-                current,
-            },
-        );
+        let row = loaded(&key, item_key_len, original, cf, &fresh)?;
+        rows.insert(key, row);
     }
     Ok(())
+}
+
+/// A row as loaded: its stored value, or `fresh` from its member when it has none.
+fn loaded<T: Clone>(
+    key: &[u8],
+    item_key_len: usize,
+    original: Option<T>,
+    cf: &'static str,
+    fresh: impl Fn(&str) -> T,
+) -> Result<Tracked<T>> {
+    let current = match &original {
+        Some(row) => row.clone(),
+        None => fresh(member_of(key, item_key_len, cf)?),
+    };
+    Ok(Tracked {
+        item_key_len,
+        original,
+        current,
+    })
 }
 
 /// The member of an aggregate row key (`item_key | member | 0`).
@@ -1126,18 +1109,8 @@ fn take_written<T: Clone>(
             continue;
         }
         let original = kept(&w.current).then(|| w.current.clone());
-        let current = match &original {
-            Some(row) => row.clone(),
-            None => fresh(member_of(&key, item_key_len, cf)?),
-        };
-        rows.insert(
-            key,
-            Tracked {
-                item_key_len,
-                original,
-                current,
-            },
-        );
+        let row = loaded(&key, item_key_len, original, cf, &fresh)?;
+        rows.insert(key, row);
     }
     *wanted = left;
     Ok(())
