@@ -128,7 +128,11 @@ impl SortedBatch {
     }
 }
 use std::collections::hash_map::Entry;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
+// Keys come from crawled pages: a randomly seeded hash, but much cheaper than SipHash,
+// which took 7% of the writer thread.
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+type HashSet<T> = std::collections::HashSet<T, foldhash::fast::RandomState>;
 use std::sync::Arc;
 
 /// What applying one crawl did.
@@ -220,7 +224,7 @@ impl<'a> Writer<'a> {
             store,
             _lock: lock,
             generation: store.generation(),
-            flows: HashMap::new(),
+            flows: HashMap::default(),
             batch: SortedBatch::default(),
             rows: BatchRows::default(),
             pending_pages: 0,
