@@ -90,6 +90,11 @@ enum Command {
         /// 512M, 268 s with 2G). Crawls handed to a running server use its cache.
         #[arg(long, default_value = "2G", value_parser = parse_size)]
         cache: usize,
+        /// Memtables of the incremental writer, all tables together: fewer, larger
+        /// flushes leave compactions less to rewrite (a 4.0M-link round on a 3.9M-link
+        /// index: 187 s with 256M, 157 s with 1G). A running server uses its own.
+        #[arg(long, default_value = "1G", value_parser = parse_size)]
+        memtables: usize,
         #[command(flatten)]
         bulk: BulkArgs,
         #[arg(required = true)]
@@ -280,6 +285,7 @@ fn main() -> Result<()> {
             window_days,
             incremental,
             cache,
+            memtables,
             bulk,
             files,
         } => {
@@ -298,6 +304,7 @@ fn main() -> Result<()> {
             }
             let options = StoreOptions {
                 block_cache_bytes: cache,
+                memtable_bytes: memtables,
                 ..StoreOptions::default()
             };
             let store = dir.open(index, &options)?;

@@ -27,7 +27,7 @@ use crate::keys::{
 };
 use crate::page::{day_of, PageCrawl, PageState};
 use crate::record::LinkRecord;
-use crate::store::cf_options;
+use crate::store::{cf_options, StoreOptions};
 use crate::views::{
     anchor_of_member, distinct_feed, link_contributions, min_nonzero, ref_domain_counters,
     target_contributions, Contribution, DistinctFeed,
@@ -635,7 +635,7 @@ fn table_options(table: Table) -> &'static rocksdb::Options {
     &OPTIONS.get_or_init(|| {
         Table::ALL
             .iter()
-            .map(|t| cf_options(t.cf_name(), None))
+            .map(|t| cf_options(t.cf_name(), None, StoreOptions::default().memtable_bytes))
             .collect()
     })[table as usize]
 }

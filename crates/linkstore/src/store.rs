@@ -145,7 +145,9 @@ const SCANNED_ONLY: [&str; 6] = [
 
 /// Options of one column family. SST files made outside the database (bulk builds) are
 /// written with the same options, so they read exactly like flushed ones.
-pub(crate) fn cf_options(name: &str, cache: Option<&Cache>) -> Options {
+/// Options of column family `name`; `memtable_bytes` is the store's memtable budget
+/// ([`StoreOptions::memtable_bytes`]).
+pub(crate) fn cf_options(name: &str, cache: Option<&Cache>, memtable_bytes: usize) -> Options {
     let mut o = Options::default();
     let mut table = BlockBasedOptions::default();
     if let Some(cache) = cache {
@@ -177,7 +179,9 @@ pub(crate) fn cf_options(name: &str, cache: Option<&Cache>) -> Options {
     // The bottom level holds nearly all data (and every bulk-built file): ZSTD there,
     // LZ4 above, where files are rewritten soon.
     o.set_bottommost_compression_type(rocksdb::DBCompressionType::Zstd);
-    o.set_write_buffer_size(64 << 20);
+    // A quarter of the budget per table: a table written fast (backlinks, `distinct`)
+    // flushes before the others force it to.
+    o.set_write_buffer_size((memtable_bytes / 4).max(4 << 20));
     // Most ingest reads are misses on new keys: let the memtable say so cheaply.
     o.set_memtable_prefix_bloom_ratio(0.1);
     o.set_memtable_whole_key_filtering(true);
@@ -262,9 +266,12 @@ impl Store {
         // Writes skip the WAL (see `Writer::commit`); atomic flushes keep every column
         // family at the same batch boundary, so a crash leaves a consistent earlier state.
         db_opts.set_atomic_flush(true);
-        let cfs = ALL_CFS
-            .iter()
-            .map(|&name| ColumnFamilyDescriptor::new(name, cf_options(name, Some(&cache))));
+        let cfs = ALL_CFS.iter().map(|&name| {
+            ColumnFamilyDescriptor::new(
+                name,
+                cf_options(name, Some(&cache), options.memtable_bytes),
+            )
+        });
         let db = DB::open_cf_descriptors(&db_opts, &path, cfs)?;
         let meta = db.cf_handle(CF_META).expect("meta CF opened above");
         let hash_bits = match db.get_cf(meta, b"format")? {
