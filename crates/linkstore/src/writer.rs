@@ -895,9 +895,13 @@ impl<'a> Writer<'a> {
 }
 
 impl Drop for Writer<'_> {
-    /// A batch in flight is written before the write lock is let go.
+    /// A batch in flight is written before the write lock is let go. Its result is lost
+    /// here (callers that need it commit first), and so is a panic of its thread: this
+    /// may run while the writer's own thread unwinds.
     fn drop(&mut self) {
-        let _ = self.wait();
+        if let Some(f) = self.in_flight.take() {
+            let _ = f.write.join();
+        }
     }
 }
 
