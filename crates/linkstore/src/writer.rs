@@ -31,6 +31,14 @@ use crate::views::{
     ref_domain_counters, Contribution, DistinctFeed,
 };
 use rocksdb::{ReadOptions, WriteBatch};
+use std::collections::hash_map::Entry;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+// Keys come from crawled pages: a randomly seeded hash, but much cheaper than SipHash,
+// which took 7% of the writer thread.
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+type HashSet<T> = std::collections::HashSet<T, foldhash::fast::RandomState>;
 
 /// One buffered write.
 enum Op {
@@ -98,6 +106,11 @@ impl SortedBatch {
     /// ingest); this sorts 16-byte words of table, the key's first 8 bytes and position,
     /// then orders only runs that tie on those 8 bytes (one item's rows) by whole key.
     fn order(&self) -> Vec<u32> {
+        // A batch holds a few million ops at most (2,000 crawls), far below 2^32.
+        assert!(
+            u32::try_from(self.ops.len()).is_ok(),
+            "batch too large to order"
+        );
         let word = |(i, (table, key, _)): (usize, &(Table, Vec<u8>, Op))| {
             let mut head = [0u8; 8];
             let n = key.len().min(8);
@@ -127,13 +140,6 @@ impl SortedBatch {
         order
     }
 }
-use std::collections::hash_map::Entry;
-use std::collections::BTreeMap;
-// Keys come from crawled pages: a randomly seeded hash, but much cheaper than SipHash,
-// which took 7% of the writer thread.
-type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
-type HashSet<T> = std::collections::HashSet<T, foldhash::fast::RandomState>;
-use std::sync::Arc;
 
 /// What applying one crawl did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
