@@ -9,8 +9,7 @@
 //! key in the store.
 
 use crate::secret::Digest;
-use crate::{lock, Error, KeyInfo, Result};
-use ring::rand::SecureRandom;
+use crate::{io_error, lock, Error, KeyInfo, Result};
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
@@ -123,18 +122,7 @@ impl KeyCache {
 }
 
 fn random() -> Result<u64> {
-    let mut bytes = [0u8; 8];
-    ring::rand::SystemRandom::new()
-        .fill(&mut bytes)
-        .map_err(|_| Error::Random)?;
-    Ok(u64::from_le_bytes(bytes))
-}
-
-fn io_error(path: &Path, e: std::io::Error) -> Error {
-    Error::Open {
-        path: path.display().to_string(),
-        message: e.to_string(),
-    }
+    Ok(u64::from_le_bytes(crate::secret::random_bytes()?))
 }
 
 #[cfg(test)]

@@ -308,6 +308,14 @@ pub struct Accounts {
     clock: Box<dyn Fn() -> i64 + Send + Sync>,
 }
 
+/// An I/O error on a file of the account store, naming the file.
+pub(crate) fn io_error(at: &Path, e: std::io::Error) -> Error {
+    Error::Open {
+        path: at.display().to_string(),
+        message: e.to_string(),
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }

@@ -13,7 +13,7 @@
 //! within 100 ms.
 
 use crate::journal::{self, Entry, Journal};
-use crate::{lock, Account, ChargeError, Error, Insufficient, Result, Units, KINDS};
+use crate::{io_error, lock, Account, ChargeError, Error, Insufficient, Result, Units, KINDS};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use std::collections::HashMap;
 use std::fs::File;
@@ -85,13 +85,6 @@ struct Owner {
     last_checkpoint: Instant,
     levels: Vec<Level>,
     entries: Vec<Entry>,
-}
-
-fn io_error(at: &Path, e: std::io::Error) -> Error {
-    Error::Open {
-        path: at.display().to_string(),
-        message: e.to_string(),
-    }
 }
 
 fn lock_path(base: &Path) -> PathBuf {

@@ -7,11 +7,17 @@ use ring::rand::SecureRandom;
 /// A new 128-bit secret, as 32 upper-case hex digits (the shape of a Majestic key, so
 /// clients that check a key's form accept ours).
 pub(crate) fn generate() -> Result<String> {
-    let mut bytes = [0u8; 16];
+    let bytes: [u8; 16] = random_bytes()?;
+    Ok(bytes.iter().map(|b| format!("{b:02X}")).collect())
+}
+
+/// `N` bytes from the system's secure random source.
+pub(crate) fn random_bytes<const N: usize>() -> Result<[u8; N]> {
+    let mut bytes = [0u8; N];
     ring::rand::SystemRandom::new()
         .fill(&mut bytes)
         .map_err(|_| Error::Random)?;
-    Ok(bytes.iter().map(|b| format!("{b:02X}")).collect())
+    Ok(bytes)
 }
 
 /// What the store keeps of a secret.

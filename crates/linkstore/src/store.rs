@@ -143,10 +143,10 @@ const SCANNED_ONLY: [&str; 6] = [
     CF_TOP_PAGES,
 ];
 
-/// Options of one column family. SST files made outside the database (bulk builds) are
-/// written with the same options, so they read exactly like flushed ones.
-/// Options of column family `name`; `memtable_bytes` is the store's memtable budget
-/// ([`StoreOptions::memtable_bytes`]).
+/// Options of column family `name`, in a store whose memtable budget is
+/// `memtable_bytes` ([`StoreOptions::memtable_bytes`]). SST files made outside the
+/// database (bulk builds) are written with the same options, so they read exactly like
+/// flushed ones.
 pub(crate) fn cf_options(name: &str, cache: Option<&Cache>, memtable_bytes: usize) -> Options {
     let mut o = Options::default();
     let mut table = BlockBasedOptions::default();

@@ -618,7 +618,9 @@ impl<'a> Writer<'a> {
     /// The anchor-text row of `text` for an item, loaded or started empty.
     fn anchor_row(&mut self, item_key: &[u8], text: &str) -> Result<&mut AnchorText> {
         let key = member_key(item_key, text);
-        if let Some(c) = self.in_flight.as_ref().map(|f| Arc::clone(&f.rows)) {
+        // Rows are prefetched before contributions apply: this is the rare miss.
+        let in_flight = self.in_flight.as_ref().map(|f| Arc::clone(&f.rows));
+        if let Some(c) = in_flight.filter(|_| !self.rows.anchors.contains_key(&key)) {
             let mut want = vec![(key.clone(), item_key.len())];
             self.rows.take_written(&c, &mut Vec::new(), &mut want)?;
         }
@@ -646,7 +648,9 @@ impl<'a> Writer<'a> {
     /// The referring-domain row of `domain` for an item, loaded or started empty.
     fn refdomain_row(&mut self, item_key: &[u8], domain: &str) -> Result<&mut RefDomain> {
         let key = member_key(item_key, domain);
-        if let Some(c) = self.in_flight.as_ref().map(|f| Arc::clone(&f.rows)) {
+        // Rows are prefetched before contributions apply: this is the rare miss.
+        let in_flight = self.in_flight.as_ref().map(|f| Arc::clone(&f.rows));
+        if let Some(c) = in_flight.filter(|_| !self.rows.refdomains.contains_key(&key)) {
             let mut want = vec![(key.clone(), item_key.len())];
             self.rows.take_written(&c, &mut want, &mut Vec::new())?;
         }
@@ -880,10 +884,7 @@ impl<'a> Writer<'a> {
         let (db, written) = (Arc::clone(&self.store.db), Arc::clone(&rows));
         let write = std::thread::Builder::new()
             .name("store-writer".into())
-            .spawn(move || written.write(batch, &db))
-            .map_err(|e| {
-                crate::Error::corrupt("write batch", format!("cannot start a writer thread: {e}"))
-            })?;
+            .spawn(move || written.write(batch, &db))?;
         self.in_flight = Some(InFlight { rows, write });
         Ok(())
     }

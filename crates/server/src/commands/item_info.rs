@@ -214,10 +214,9 @@ pub(super) fn get_index_item_info(ctx: &Context, p: &Params) -> Result<Reply, Ap
                     None
                 };
                 InfoRow::of(n, raw, item, c.unwrap_or_default(), &m, page).cells(&mut cells);
-                push_topic_values(m.topics.clone(), topics, &mut cells);
-                if all_topics {
-                    cells.push(Value::Str(trust_categories(&m.topics)));
-                }
+                let categories = all_topics.then(|| trust_categories(&m.topics));
+                push_topic_values(m.topics, topics, &mut cells);
+                cells.extend(categories.map(Value::Str));
             }
             Err(e) => {
                 InfoRow::refused(n, raw, e).cells(&mut cells);

@@ -8,8 +8,8 @@ use crate::envelope::Reply;
 use crate::error::ApiError;
 use crate::params::Params;
 use crate::row::{table_row, Date, Row};
-use indexes::IndexStats;
 use linkstore::{BacklinkQuery, Item, ReadView, Store, MAX_BACKLINK_COUNT};
+use std::sync::Arc;
 
 /// Most backlink rows GetNewLostBackLinks reads looking for links of the range: the work
 /// a request may cause is bounded before it runs (documented in `docs/api.md`).
@@ -33,10 +33,17 @@ fn date_bounds(p: &Params) -> Result<(Option<u32>, Option<u32>), ApiError> {
 
 /// GetNewLostBackLinks' range: [`date_bounds`], a missing end being the index's most
 /// recent backlink day.
-fn date_range(p: &Params, kind: indexes::IndexKind, store: &Store) -> Result<(u32, u32), ApiError> {
+fn date_range(
+    ctx: &Context,
+    p: &Params,
+    kind: indexes::IndexKind,
+    store: &Arc<Store>,
+) -> Result<(u32, u32), ApiError> {
     let (from, to) = date_bounds(p)?;
     let latest = || -> Result<u32, ApiError> {
-        Ok(IndexStats::of(kind, store)
+        Ok(ctx
+            .indexes
+            .stats_of(kind, store)
             .map_err(crate::context::index_error)?
             .last_day)
     };
@@ -96,7 +103,7 @@ pub(super) fn get_new_lost_back_links(ctx: &Context, p: &Params) -> Result<Reply
         }
     };
     let count = p.int("Count", 100)?.clamp(0, MAX_BACKLINK_COUNT as i64) as usize;
-    let (from, to) = date_range(p, kind, &store)?;
+    let (from, to) = date_range(ctx, p, kind, &store)?;
     let total = count_in_range(&view, &item, lost, from, to)?;
     let mut t = BackLinkRow::table("BackLinks");
     if count > 0 && total > 0 {
