@@ -89,6 +89,8 @@ pub struct Server {
     pub addr: String,
     /// Everything it has written to standard output and standard error.
     pub output: Arc<Mutex<String>>,
+    /// The threads copying its output into `output`; they end when it exits.
+    captures: Vec<std::thread::JoinHandle<()>>,
 }
 
 impl Drop for Server {
@@ -98,7 +100,10 @@ impl Drop for Server {
     }
 }
 
-fn capture(stream: impl Read + Send + 'static, into: Arc<Mutex<String>>) {
+fn capture(
+    stream: impl Read + Send + 'static,
+    into: Arc<Mutex<String>>,
+) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         let mut lines = BufReader::new(stream);
         let mut line = String::new();
@@ -106,7 +111,7 @@ fn capture(stream: impl Read + Send + 'static, into: Arc<Mutex<String>>) {
             into.lock().unwrap().push_str(&line);
             line.clear();
         }
-    });
+    })
 }
 
 impl Server {
@@ -137,7 +142,7 @@ impl Server {
             .spawn()
             .unwrap();
         let output = Arc::new(Mutex::new(String::new()));
-        capture(child.stderr.take().unwrap(), output.clone());
+        let stderr = capture(child.stderr.take().unwrap(), output.clone());
         let mut stdout = BufReader::new(child.stdout.take().unwrap());
         let mut line = String::new();
         let addr = loop {
@@ -154,12 +159,23 @@ impl Server {
                     .to_string();
             }
         };
-        capture(stdout, output.clone());
+        let stdout = capture(stdout, output.clone());
         Server {
             child,
             addr,
             output,
+            captures: vec![stderr, stdout],
         }
+    }
+
+    /// Kills the server and returns everything it wrote, to the last line.
+    pub fn stop(mut self) -> String {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        for capture in self.captures.drain(..) {
+            let _ = capture.join();
+        }
+        self.output.lock().unwrap().clone()
     }
 
     /// Waits (up to a minute) until the output holds `text`, and returns the output.

@@ -610,12 +610,13 @@ fn open_apps_get_tokens_from_the_grant_page() {
         &short,
         &again,
     ];
-    assert_no_secret_in(&srv, &data, &secrets);
+    assert_no_secret_in(srv, &data, &secrets);
 }
 
-/// Neither the server's output nor the data directory holds any of `secrets`.
-fn assert_no_secret_in(srv: &Server, data: &Path, secrets: &[&String]) {
-    let output = srv.output.lock().unwrap().clone();
+/// Neither the server's output (read to its end once it is stopped) nor the data
+/// directory holds any of `secrets`.
+fn assert_no_secret_in(srv: Server, data: &Path, secrets: &[&String]) {
+    let output = srv.stop();
     assert!(
         output.contains("request") && output.contains("command="),
         "requests are logged: {output}"
@@ -775,7 +776,7 @@ fn no_endpoint_answers_without_a_valid_credential() {
         }
     }
     assert_no_secret_in(
-        &srv,
+        srv,
         &data,
         &[
             &good,
@@ -787,7 +788,6 @@ fn no_endpoint_answers_without_a_valid_credential() {
             &restricted,
         ],
     );
-    drop(srv);
 
     // Behind a trusted proxy, X-Forwarded-For names the client; from anyone else it is
     // ignored.
