@@ -8,7 +8,8 @@
 //! size (default 20,000 pages, about 300k links per crawl round, 2 rounds).
 
 use bulkbuild::{build, BuildOptions};
-use ingest::{ingest_file, read_file, CrawlSink, IngestOptions};
+use indexes::{ingest_file, IngestOptions};
+use ingest::{read_file, CrawlSink, ReadOptions, SinkError};
 use linkbase_benches::bench_dir;
 use linkstore::{ApplyStats, PageCrawl, Store, StoreOptions};
 use std::path::{Path, PathBuf};
@@ -19,7 +20,7 @@ use webgen::{generate, OutputFormat, WebSpec};
 struct Discard;
 
 impl CrawlSink for Discard {
-    fn accept(&mut self, _: PageCrawl) -> Result<Option<ApplyStats>, linkstore::Error> {
+    fn accept(&mut self, _: PageCrawl) -> Result<Option<ApplyStats>, SinkError> {
         Ok(None)
     }
 }
@@ -37,7 +38,7 @@ fn read_only(files: &[PathBuf]) -> (u64, f64) {
     let started = Instant::now();
     let mut links = 0;
     for f in files {
-        let s = read_file(f, &IngestOptions::default(), &mut Discard, &mut |_| {}).expect("read");
+        let s = read_file(f, &ReadOptions::default(), &mut Discard, &mut |_| {}).expect("read");
         links += s.links_found;
     }
     (links, started.elapsed().as_secs_f64())

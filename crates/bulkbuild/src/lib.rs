@@ -21,7 +21,7 @@ mod sorter;
 pub use error::{Error, Result};
 pub use progress::{Progress, Stage};
 
-use ingest::{FileSummary, IngestOptions};
+use ingest::{FileSummary, ReadOptions};
 use linkstore::build::{PageReport, Table};
 use linkstore::{Store, StoreOptions};
 use std::path::{Path, PathBuf};
@@ -38,7 +38,7 @@ pub struct BuildOptions {
     /// two view stages at a time, counters); each gets a quarter of its share.
     pub memory_bytes: usize,
     /// Only crawls fetched in this range, as for the incremental ingest.
-    pub read: IngestOptions,
+    pub read: ReadOptions,
     pub store: StoreOptions,
 }
 
@@ -47,7 +47,7 @@ impl Default for BuildOptions {
         BuildOptions {
             workers: std::thread::available_parallelism().map_or(2, |n| n.get()),
             memory_bytes: 2 << 30,
-            read: IngestOptions::default(),
+            read: ReadOptions::default(),
             store: StoreOptions::default(),
         }
     }

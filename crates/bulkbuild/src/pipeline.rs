@@ -17,7 +17,7 @@ use crate::combiner::{Combiner, Row};
 use crate::error::{Error, Result};
 use crate::progress::Counters;
 use crate::sorter::{Groups, Sorter};
-use ingest::{CrawlSink, FileSummary, IngestOptions};
+use ingest::{CrawlSink, FileSummary, ReadOptions, SinkError};
 use linkstore::build::{
     crawl_sort_key, PageReport, PageRows, Reducer, Table, TableFileWriter, Values,
     CRAWL_SORT_SUFFIX,
@@ -45,7 +45,7 @@ const GROUPS_PER_SLICE: usize = 4096;
 /// What every worker shares.
 pub(crate) struct Plan {
     pub files: Vec<PathBuf>,
-    pub read: IngestOptions,
+    pub read: ReadOptions,
     pub hash_bits: u8,
     /// Where sorted runs and SST files go until they are ingested.
     pub scratch: PathBuf,
@@ -305,7 +305,7 @@ struct TimelySink<'a> {
 }
 
 impl CrawlSink for TimelySink<'_> {
-    fn accept(&mut self, crawl: PageCrawl) -> Result<Option<ApplyStats>, linkstore::Error> {
+    fn accept(&mut self, crawl: PageCrawl) -> Result<Option<ApplyStats>, SinkError> {
         let hash = Table::Pages.partition_hash(&linkstore::build::page_key(&crawl.url));
         self.input.send((hash, crawl.encode()));
         self.sent += 1;

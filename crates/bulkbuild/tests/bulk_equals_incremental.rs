@@ -4,7 +4,7 @@
 //! workers, with full and with 2-bit (colliding) item hashes.
 
 use bulkbuild::{build, BuildOptions};
-use ingest::{ingest_file, IngestOptions};
+use indexes::{ingest_file, IngestOptions};
 use linkstore::build::Table;
 use linkstore::{Store, StoreOptions};
 use std::collections::BTreeMap;

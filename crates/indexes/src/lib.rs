@@ -13,11 +13,13 @@ mod bulk;
 mod historic;
 mod info;
 mod serving;
+mod writer_sink;
 
 pub use bulk::{bulk_ingest, is_empty_index, BulkIngest};
 pub use historic::{build_historic, HistoricBuild, HistoricReport};
 pub use info::{IndexInfo, IndexStats};
 pub use serving::{ingest_into, FreshIngest, Indexes, DEFAULT_WINDOW_DAYS};
+pub use writer_sink::{ingest_file, IngestOptions, WriterSink};
 
 use linkstore::{Store, StoreOptions};
 use std::fmt;

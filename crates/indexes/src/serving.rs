@@ -2,8 +2,9 @@
 //! whole file at a time, historic swapped when a build names a new snapshot.
 
 use crate::info::{IndexInfo, IndexStats, StatsMemo};
+use crate::writer_sink::{ingest_file, IngestOptions};
 use crate::{DataDir, Error, IndexKind, Result};
-use ingest::{FileSummary, IngestOptions, Progress};
+use ingest::{FileSummary, Progress};
 use linkstore::{ExpireStats, Store, StoreOptions};
 use std::path::Path;
 use std::sync::{Arc, Mutex, RwLock};
@@ -40,11 +41,10 @@ pub fn ingest_into(
     window_days: u32,
     on_progress: &mut dyn FnMut(&Progress),
 ) -> Result<FreshIngest> {
-    let file =
-        ingest::ingest_file(store, path, opts, on_progress).map_err(|source| Error::Ingest {
-            path: path.to_path_buf(),
-            source,
-        })?;
+    let file = ingest_file(store, path, opts, on_progress).map_err(|source| Error::Ingest {
+        path: path.to_path_buf(),
+        source,
+    })?;
     let mut info = IndexInfo::read(store)?.unwrap_or_default();
     let (mut expired, mut window_from) = (ExpireStats::default(), 0);
     if kind == IndexKind::Fresh {

@@ -1,12 +1,10 @@
 //! Crawl file reading: WARC (HTML responses and redirects), Common Crawl WAT (`Links`
 //! arrays) and JSON-lines crawl records, plain or gzipped (per-record members or one
 //! stream), as a stream of [`PageCrawl`]s handed to a [`CrawlSink`]: the store's
-//! incremental writer ([`ingest_file`]) or a bulk build.
+//! incremental writer or a bulk build, neither of which this crate knows.
 //!
 //! Bad input never stops a file: each bad record is skipped and counted, and the
-//! [`FileSummary`] says what and where. Crawls are applied in batches that commit
-//! atomically, and applying a crawl twice changes nothing, so an interrupted ingest is
-//! simply run again.
+//! [`FileSummary`] says what and where. Only a failing sink ends a file early.
 
 pub mod html;
 pub mod http;
@@ -17,7 +15,7 @@ pub mod warc;
 pub mod wat;
 
 use flate2::read::MultiGzDecoder;
-use linkstore::{normalize_url, ApplyStats, CrawlOutcome, PageCrawl, Store};
+use linkstore::{normalize_url, ApplyStats, CrawlOutcome, PageCrawl};
 use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -35,9 +33,13 @@ pub enum Error {
     Open { path: PathBuf, source: io::Error },
     #[error("{path}: not a crawl file (neither WARC nor JSON-lines); it starts with {start:?}")]
     UnknownFormat { path: PathBuf, start: String },
-    #[error("store: {0}")]
-    Store(#[from] linkstore::Error),
+    /// The sink failed (for the incremental writer, the store).
+    #[error("{0}")]
+    Sink(SinkError),
 }
+
+/// A sink's failure, as the sink reports it.
+pub type SinkError = Box<dyn std::error::Error + Send + Sync>;
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -46,22 +48,12 @@ pub const MAX_LINE_BYTES: usize = 16 << 20;
 /// Problems listed individually in a summary; the rest are only counted.
 const MAX_LISTED_PROBLEMS: usize = 20;
 
-#[derive(Debug, Clone)]
-pub struct IngestOptions {
-    /// Crawls per atomic commit.
-    pub batch_pages: usize,
+/// What a reader applies and what it leaves out.
+#[derive(Debug, Clone, Default)]
+pub struct ReadOptions {
     /// Only crawls fetched in `[from, to)` (Unix seconds) are applied; the others are
     /// counted in `FileSummary::pages_out_of_range`. For a historic build's date range.
     pub fetched_between: Option<(i64, i64)>,
-}
-
-impl Default for IngestOptions {
-    fn default() -> Self {
-        IngestOptions {
-            batch_pages: 2000,
-            fetched_between: None,
-        }
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,7 +93,7 @@ pub struct FileSummary {
     pub pages_unchanged: u64,
     /// Records that are not page fetches (requests, warcinfo, DNS, metadata).
     pub other_records: u64,
-    /// Crawls outside `IngestOptions::fetched_between`, not applied.
+    /// Crawls outside `ReadOptions::fetched_between`, not applied.
     pub pages_out_of_range: u64,
     pub links_found: u64,
     pub links_new: u64,
@@ -165,75 +157,27 @@ impl<R: Read> Read for Counting<R> {
     }
 }
 
-/// Where a reader's page crawls go: the store's incremental writer
-/// ([`WriterSink`]), or a bulk build that applies them later.
+/// Where a reader's page crawls go: the store's incremental writer, or a bulk build
+/// that applies them later.
 pub trait CrawlSink {
     /// Takes one crawl; says what it did to the store when it applies crawls at once,
     /// `None` when it applies them later.
-    fn accept(&mut self, crawl: PageCrawl) -> Result<Option<ApplyStats>, linkstore::Error>;
+    fn accept(&mut self, crawl: PageCrawl) -> Result<Option<ApplyStats>, SinkError>;
     /// Called after every record: a place to commit.
-    fn record_done(&mut self) -> Result<(), linkstore::Error> {
+    fn record_done(&mut self) -> Result<(), SinkError> {
         Ok(())
     }
     /// Called at the end of each file.
-    fn file_done(&mut self) -> Result<(), linkstore::Error> {
+    fn file_done(&mut self) -> Result<(), SinkError> {
         Ok(())
     }
-}
-
-/// Applies crawls with the store's incremental writer, committing every `batch_pages`.
-pub struct WriterSink<'s> {
-    writer: linkstore::Writer<'s>,
-    batch_pages: usize,
-}
-
-impl<'s> WriterSink<'s> {
-    pub fn new(store: &'s Store, batch_pages: usize) -> WriterSink<'s> {
-        WriterSink {
-            writer: store.writer(),
-            batch_pages,
-        }
-    }
-}
-
-impl CrawlSink for WriterSink<'_> {
-    fn accept(&mut self, crawl: PageCrawl) -> Result<Option<ApplyStats>, linkstore::Error> {
-        self.writer.apply(&crawl).map(Some)
-    }
-
-    fn record_done(&mut self) -> Result<(), linkstore::Error> {
-        if self.writer.pending_pages() >= self.batch_pages {
-            // The file's next crawls are applied while this batch is written.
-            self.writer.commit_in_background()?;
-        }
-        Ok(())
-    }
-
-    fn file_done(&mut self) -> Result<(), linkstore::Error> {
-        self.writer.commit()
-    }
-}
-
-/// Reads one crawl file into the store, committing every `batch_pages` crawls.
-pub fn ingest_file(
-    store: &Store,
-    path: &Path,
-    opts: &IngestOptions,
-    on_progress: &mut dyn FnMut(&Progress),
-) -> Result<FileSummary> {
-    read_file(
-        path,
-        opts,
-        &mut WriterSink::new(store, opts.batch_pages),
-        on_progress,
-    )
 }
 
 /// Reads one crawl file and hands each page crawl to `sink`. Bad records are skipped and
 /// listed in the summary; only a failure of the sink (the store) is an error.
 pub fn read_file(
     path: &Path,
-    opts: &IngestOptions,
+    opts: &ReadOptions,
     sink: &mut dyn CrawlSink,
     on_progress: &mut dyn FnMut(&Progress),
 ) -> Result<FileSummary> {
@@ -300,7 +244,7 @@ pub fn read_file(
         Format::Warc => run.warc(input)?,
         Format::JsonLines => run.jsonl(input)?,
     }
-    run.sink.file_done()?;
+    run.sink.file_done().map_err(Error::Sink)?;
     run.progress.bytes_read = run.count.get();
     (run.on_progress)(&run.progress);
     Ok(run.summary)
@@ -308,7 +252,7 @@ pub fn read_file(
 
 struct Run<'a> {
     sink: &'a mut dyn CrawlSink,
-    opts: &'a IngestOptions,
+    opts: &'a ReadOptions,
     summary: FileSummary,
     progress: Progress,
     count: Rc<Cell<u64>>,
@@ -328,10 +272,10 @@ struct Fetch<'a> {
     robots_nofollow: bool,
 }
 
-/// Why a record was not applied: bad input (skipped, counted) or a store failure (fatal).
+/// Why a record was not applied: bad input (skipped, counted) or a sink failure (fatal).
 enum RecordError {
     Bad(String),
-    Store(linkstore::Error),
+    Sink(SinkError),
 }
 
 impl From<String> for RecordError {
@@ -354,7 +298,7 @@ impl Run<'_> {
                 self.summary.bad_record(at, reason);
                 Ok(())
             }
-            Err(RecordError::Store(e)) => Err(e.into()),
+            Err(RecordError::Sink(e)) => Err(Error::Sink(e)),
         }
     }
 
@@ -364,7 +308,7 @@ impl Run<'_> {
         self.progress.links = self.summary.links_found;
         self.progress.bytes_read = self.count.get();
         (self.on_progress)(&self.progress);
-        self.sink.record_done()?;
+        self.sink.record_done().map_err(Error::Sink)?;
         Ok(())
     }
 
@@ -586,7 +530,7 @@ impl Run<'_> {
             ip: f.ip.and_then(|s| s.trim().parse().ok()),
             outcome,
         };
-        match self.sink.accept(crawl).map_err(RecordError::Store)? {
+        match self.sink.accept(crawl).map_err(RecordError::Sink)? {
             Some(stats) if stats.skipped => self.summary.pages_unchanged += 1,
             Some(stats) => {
                 self.summary.pages += 1;

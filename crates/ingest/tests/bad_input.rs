@@ -3,7 +3,8 @@
 
 use flate2::write::GzEncoder;
 use flate2::Compression;
-use ingest::{ingest_file, Error, FileSummary, IngestOptions};
+use indexes::{ingest_file, IngestOptions};
+use ingest::{Error, FileSummary};
 use linkstore::{Item, Store, StoreOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -201,4 +202,38 @@ fn binary_garbage_is_refused_with_the_file_named() {
     let s = ingest_file(&store, &path, &IngestOptions::default(), &mut |_| {}).unwrap();
     assert!(s.truncated.is_some());
     assert_eq!(s.pages, 0);
+}
+
+/// A sink that takes `left` crawls, then fails.
+struct FailingSink {
+    left: usize,
+}
+
+impl ingest::CrawlSink for FailingSink {
+    fn accept(
+        &mut self,
+        _: linkstore::PageCrawl,
+    ) -> Result<Option<linkstore::ApplyStats>, ingest::SinkError> {
+        if self.left == 0 {
+            return Err("disk full".into());
+        }
+        self.left -= 1;
+        Ok(None)
+    }
+}
+
+#[test]
+fn a_failing_sink_ends_the_file_with_its_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let body: String = (0..5).map(|n| page(n) + "\n").collect();
+    let path = write(dir.path(), "pages.jsonl", body.as_bytes());
+    let mut sink = FailingSink { left: 2 };
+    let mut records = 0;
+    let err = ingest::read_file(&path, &Default::default(), &mut sink, &mut |p| {
+        records = p.records
+    })
+    .unwrap_err();
+    assert!(matches!(err, Error::Sink(_)), "{err:?}");
+    assert_eq!(err.to_string(), "disk full");
+    assert_eq!(records, 2, "reading stopped at the record the sink refused");
 }

@@ -1,7 +1,8 @@
 //! Every real crawl file in `../shared/data` ingests, with link counts checked against
 //! the data README and the ia-web-commons answer key.
 
-use ingest::{extract_links, ingest_file, FileSummary, IngestOptions, LinkTag};
+use indexes::{ingest_file, IngestOptions};
+use ingest::{extract_links, FileSummary, LinkTag};
 use linkstore::{BacklinkQuery, Item, Store, StoreOptions};
 use std::collections::BTreeMap;
 use std::io::BufReader;

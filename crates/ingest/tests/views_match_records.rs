@@ -2,7 +2,7 @@
 //! full scan of the stored backlink records gives, after several crawl rounds in which
 //! links appear, are seen again, disappear and come back.
 
-use ingest::{ingest_file, IngestOptions};
+use indexes::{ingest_file, IngestOptions};
 use linkstore::{BacklinkQuery, Item, LinkKind, LinkRecord, Store, StoreOptions};
 use std::collections::{BTreeMap, BTreeSet};
 

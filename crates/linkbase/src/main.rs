@@ -5,9 +5,9 @@ mod serve_config;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
-use indexes::{DataDir, IndexKind};
+use indexes::{DataDir, IndexKind, IngestOptions};
 use indicatif::{ProgressBar, ProgressStyle};
-use ingest::{FileSummary, IngestOptions};
+use ingest::FileSummary;
 use linkstore::{format_day, BacklinkQuery, Counters, Item, Store, StoreOptions};
 use serve_config::{ServeFlags, ServeOptions};
 use std::path::{Path, PathBuf};
@@ -458,7 +458,7 @@ fn ensure_sandbox(data: &Path) -> Result<DataDir> {
         let dir = DataDir::new(&building);
         let store = dir.open(IndexKind::Historic, &StoreOptions::default())?;
         for file in &generated.files {
-            ingest::ingest_file(&store, file, &IngestOptions::default(), &mut |_| {})
+            indexes::ingest_file(&store, file, &IngestOptions::default(), &mut |_| {})
                 .with_context(|| format!("sandbox crawl {}", file.display()))?;
         }
         let seeds = flow::parse_seeds(DEMO_SEEDS, "data/demo-seeds.tsv")?;
