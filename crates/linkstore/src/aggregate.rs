@@ -1,11 +1,14 @@
 //! Per-item counters and aggregate rows (referring domains, anchor texts, timeline),
 //! with their versioned encodings and the counters' merge operator.
 
-use crate::codec::{put_bytes, put_ivarint, Reader};
+use crate::codec::{put_ivarint, Reader};
 use crate::error::Result;
 
 pub const COUNTERS_VERSION: u8 = 1;
 pub const AGGREGATE_VERSION: u8 = 1;
+/// Version of referring-domain and anchor-text values. Version 1 repeated the member
+/// (domain, anchor text) that ends the row's key; version 2 leaves it to the key.
+pub const MEMBER_ROW_VERSION: u8 = 2;
 
 macro_rules! counter_fields {
     ($($(#[$doc:meta])* $name:ident: $kind:ident,)*) => {
@@ -213,9 +216,10 @@ impl RefDomain {
         self.links - self.deleted_links
     }
 
+    /// The value of the row; the domain is the key's.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = vec![AGGREGATE_VERSION];
-        put_bytes(&mut out, self.domain.as_bytes());
+        let mut out = Vec::with_capacity(12);
+        out.push(MEMBER_ROW_VERSION);
         for v in [
             self.links,
             self.deleted_links,
@@ -228,11 +232,12 @@ impl RefDomain {
         out
     }
 
-    pub fn decode(buf: &[u8]) -> Result<RefDomain> {
+    /// The row of `domain` (the member its key ends with) from its value.
+    pub fn decode(domain: &str, buf: &[u8]) -> Result<RefDomain> {
         let mut r = Reader::new(buf, "refdomains");
-        r.version(AGGREGATE_VERSION)?;
+        r.version(MEMBER_ROW_VERSION)?;
         Ok(RefDomain {
-            domain: r.string()?,
+            domain: domain.to_string(),
             links: r.ivarint()?,
             deleted_links: r.ivarint()?,
             nofollow_links: r.ivarint()?,
@@ -241,8 +246,11 @@ impl RefDomain {
         })
     }
 
+    /// Words of [`RefDomain::rank`] in a ranked key.
+    pub(crate) const RANK_WORDS: usize = 1;
+
     /// Rank: most backlinks first.
-    pub(crate) fn rank(&self) -> [u64; 1] {
+    pub(crate) fn rank(&self) -> [u64; Self::RANK_WORDS] {
         [self.links.max(0) as u64]
     }
 }
@@ -259,9 +267,10 @@ pub struct AnchorText {
 }
 
 impl AnchorText {
+    /// The value of the row; the text is the key's.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = vec![AGGREGATE_VERSION];
-        put_bytes(&mut out, self.text.as_bytes());
+        let mut out = Vec::with_capacity(12);
+        out.push(MEMBER_ROW_VERSION);
         for v in [
             self.ref_domains,
             self.links,
@@ -273,11 +282,12 @@ impl AnchorText {
         out
     }
 
-    pub fn decode(buf: &[u8]) -> Result<AnchorText> {
+    /// The row of `text` (the member its key ends with) from its value.
+    pub fn decode(text: &str, buf: &[u8]) -> Result<AnchorText> {
         let mut r = Reader::new(buf, "anchors");
-        r.version(AGGREGATE_VERSION)?;
+        r.version(MEMBER_ROW_VERSION)?;
         Ok(AnchorText {
-            text: r.string()?,
+            text: text.to_string(),
             ref_domains: r.ivarint()?,
             links: r.ivarint()?,
             deleted_links: r.ivarint()?,
@@ -285,8 +295,11 @@ impl AnchorText {
         })
     }
 
+    /// Words of [`AnchorText::rank`] in a ranked key.
+    pub(crate) const RANK_WORDS: usize = 2;
+
     /// Rank: most referring domains first, then most links.
-    pub(crate) fn rank(&self) -> [u64; 2] {
+    pub(crate) fn rank(&self) -> [u64; Self::RANK_WORDS] {
         [self.ref_domains.max(0) as u64, self.links.max(0) as u64]
     }
 }
@@ -336,7 +349,12 @@ mod tests {
             first_seen: 5,
             last_seen: 9,
         };
-        assert_eq!(RefDomain::decode(&d.encode()).unwrap(), d);
+        let value = d.encode();
+        assert!(
+            !value.windows(5).any(|w| w == b"a.com"),
+            "the member is the key's, not repeated in the value"
+        );
+        assert_eq!(RefDomain::decode("a.com", &value).unwrap(), d);
         let a = AnchorText {
             text: "click | here".into(),
             ref_domains: 2,
@@ -344,6 +362,10 @@ mod tests {
             deleted_links: 0,
             nofollow_links: 1,
         };
-        assert_eq!(AnchorText::decode(&a.encode()).unwrap(), a);
+        assert_eq!(AnchorText::decode("click | here", &a.encode()).unwrap(), a);
+        // A version-1 value (member repeated) is refused, naming the table.
+        let old = [1u8, 5, b'a', b'.', b'c', b'o', b'm', 6, 2, 4, 10, 18];
+        let err = RefDomain::decode("a.com", &old).unwrap_err().to_string();
+        assert!(err.contains("refdomains"), "{err}");
     }
 }

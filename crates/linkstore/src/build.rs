@@ -22,8 +22,8 @@ use crate::crawl::{crawl_order, crawl_status, newer_crawl, next_state, CrawlOrde
 use crate::error::{Error, Result};
 use crate::item::Item;
 use crate::keys::{
-    distinct_key, expiry_page_key, link_key, member_key, ranked_key, timeline_key, url_hash,
-    url_key, url_of_key, DistinctKind, ItemHasher,
+    distinct_key, expiry_page_key, link_key, member_key, member_of_key, ranked_key, timeline_key,
+    url_hash, url_key, url_of_key, DistinctKind, ItemHasher,
 };
 use crate::page::{day_of, PageCrawl, PageState};
 use crate::record::LinkRecord;
@@ -469,14 +469,16 @@ impl Reducer {
                 }
             }
             Table::RefDomains => {
+                let at = item_key_len(key, cf)?;
+                let domain = member_of_key(key, at, 0, cf)?;
                 let mut acc: Option<RefDomain> = None;
                 while let Some(v) = values.next_value() {
-                    fold_ref_domain(&mut acc, RefDomain::decode(v)?);
+                    fold_ref_domain(&mut acc, RefDomain::decode(domain, v)?);
                 }
                 let Some(row) = acc.filter(|r| r.links > 0) else {
                     return Ok(());
                 };
-                let item_key = &key[..item_key_len(key, cf)?];
+                let item_key = &key[..at];
                 let live = i64::from(row.live_links() > 0);
                 let delta = ref_domain_counters(&row.domain, 1, live);
                 emit(Table::Counters, item_key.to_vec(), delta.encode());
@@ -491,14 +493,16 @@ impl Reducer {
                 );
             }
             Table::Anchors => {
+                let at = item_key_len(key, cf)?;
+                let text = member_of_key(key, at, 0, cf)?;
                 let mut acc: Option<AnchorText> = None;
                 while let Some(v) = values.next_value() {
-                    fold_anchor(&mut acc, AnchorText::decode(v)?);
+                    fold_anchor(&mut acc, AnchorText::decode(text, v)?);
                 }
                 let Some(row) = acc.filter(|r| r.links > 0) else {
                     return Ok(());
                 };
-                let item_key = &key[..item_key_len(key, cf)?];
+                let item_key = &key[..at];
                 let ranked = ranked_key(item_key, &row.rank(), &row.text);
                 emit_with_ranked(emit, table, key, Table::AnchorsRanked, ranked, row.encode());
             }
@@ -602,14 +606,15 @@ pub fn combine(table: Table, a: &[u8], b: &[u8]) -> Result<Option<Vec<u8>>> {
             accumulate(&mut acc, &Counters::decode(b)?);
             acc.encode()
         }
+        // Values alone: the member is the key's, and neither value nor result holds it.
         Table::RefDomains => {
-            let mut acc = Some(RefDomain::decode(a)?);
-            fold_ref_domain(&mut acc, RefDomain::decode(b)?);
+            let mut acc = Some(RefDomain::decode("", a)?);
+            fold_ref_domain(&mut acc, RefDomain::decode("", b)?);
             acc.expect("folded into Some").encode()
         }
         Table::Anchors => {
-            let mut acc = Some(AnchorText::decode(a)?);
-            fold_anchor(&mut acc, AnchorText::decode(b)?);
+            let mut acc = Some(AnchorText::decode("", a)?);
+            fold_anchor(&mut acc, AnchorText::decode("", b)?);
             acc.expect("folded into Some").encode()
         }
         Table::Timeline => {

@@ -164,6 +164,20 @@ pub fn member_key(item_key: &[u8], member: &str) -> Vec<u8> {
     k
 }
 
+/// The member that ends an aggregate row key, `item_key | rank words | member | 0`
+/// (no rank words in the unranked tables), given the item key's length.
+pub(crate) fn member_of_key<'k>(
+    key: &'k [u8],
+    item_key_len: usize,
+    rank_words: usize,
+    cf: &'static str,
+) -> crate::Result<&'k str> {
+    key.get(item_key_len + 8 * rank_words..key.len().saturating_sub(1))
+        .filter(|_| key.last() == Some(&0))
+        .and_then(|m| std::str::from_utf8(m).ok())
+        .ok_or_else(|| crate::Error::corrupt(cf, "key does not end in a UTF-8 member and 0"))
+}
+
 /// Ranked rows: `item_key | rank (big-endian, inverted so larger sorts first) | member | 0`.
 pub fn ranked_key(item_key: &[u8], rank: &[u64], member: &str) -> Vec<u8> {
     let mut k = Vec::with_capacity(item_key.len() + rank.len() * 8 + member.len() + 1);

@@ -5,7 +5,8 @@ use crate::error::{Error, Result};
 use crate::flow_update::TOP_PAGE_VERSION;
 use crate::item::{host_of, root_domain, Item};
 use crate::keys::{
-    generation_item_prefix, metrics_key, top_page_flow, url_key, DistinctKind, ItemHasher,
+    generation_item_prefix, member_of_key, metrics_key, top_page_flow, url_key, DistinctKind,
+    ItemHasher,
 };
 use crate::metrics::ItemMetrics;
 use crate::page::PageState;
@@ -411,7 +412,14 @@ impl ReadView {
 
     /// Referring domains of an item, most backlinks first.
     pub fn ref_domains(&self, item: &Item, from: usize, count: usize) -> Result<Vec<RefDomain>> {
-        self.ranked(item, CF_REFDOMAINS_RANKED, from, count, RefDomain::decode)
+        self.ranked(
+            item,
+            CF_REFDOMAINS_RANKED,
+            from,
+            count,
+            1,
+            RefDomain::decode,
+        )
     }
 
     /// One referring domain's aggregate for an item.
@@ -419,7 +427,7 @@ impl ReadView {
         let key = crate::keys::member_key(&self.hasher.item_key(item), domain);
         self.db
             .get_pinned_cf_opt(self.cf(CF_REFDOMAINS), key, &self.opts())?
-            .map(|v| RefDomain::decode(&v))
+            .map(|v| RefDomain::decode(domain, &v))
             .transpose()
     }
 
@@ -437,13 +445,21 @@ impl ReadView {
         self.db
             .batched_multi_get_cf_opt(self.cf(CF_REFDOMAINS), &keys, false, &self.opts())
             .into_iter()
-            .map(|r| r?.map(|v| RefDomain::decode(&v)).transpose())
+            .zip(domains)
+            .map(|(r, domain)| r?.map(|v| RefDomain::decode(domain, &v)).transpose())
             .collect()
     }
 
     /// Anchor texts of an item, most referring domains first.
     pub fn anchors(&self, item: &Item, from: usize, count: usize) -> Result<Vec<AnchorText>> {
-        self.ranked(item, CF_ANCHORS_RANKED, from, count, AnchorText::decode)
+        self.ranked(
+            item,
+            CF_ANCHORS_RANKED,
+            from,
+            count,
+            AnchorText::RANK_WORDS,
+            AnchorText::decode,
+        )
     }
 
     /// One anchor text's aggregate for an item (anchors are stored lower-cased).
@@ -451,7 +467,7 @@ impl ReadView {
         let key = crate::keys::member_key(&self.hasher.item_key(item), text);
         self.db
             .get_pinned_cf_opt(self.cf(CF_ANCHORS), key, &self.opts())?
-            .map(|v| AnchorText::decode(&v))
+            .map(|v| AnchorText::decode(text, &v))
             .transpose()
     }
 
@@ -471,8 +487,9 @@ impl ReadView {
             .db
             .raw_iterator_cf_opt(self.cf(CF_ANCHORS_RANKED), opts);
         it.seek(&prefix);
-        while let Some(value) = it.value() {
-            if !visit(AnchorText::decode(value)?) {
+        while let Some((key, value)) = it.item() {
+            let text = member_of_key(key, prefix.len(), AnchorText::RANK_WORDS, CF_ANCHORS_RANKED)?;
+            if !visit(AnchorText::decode(text, value)?) {
                 return Ok(());
             }
             it.next();
@@ -484,10 +501,11 @@ impl ReadView {
     fn ranked<T>(
         &self,
         item: &Item,
-        cf: &str,
+        cf: &'static str,
         from: usize,
         count: usize,
-        decode: fn(&[u8]) -> Result<T>,
+        rank_words: usize,
+        decode: fn(&str, &[u8]) -> Result<T>,
     ) -> Result<Vec<T>> {
         let prefix = self.hasher.item_key(item);
         let mut it = self.db.iterator_cf_opt(
@@ -507,7 +525,10 @@ impl ReadView {
                 skipped += 1;
                 continue;
             }
-            out.push(decode(&v)?);
+            out.push(decode(
+                member_of_key(&k, prefix.len(), rank_words, cf)?,
+                &v,
+            )?);
         }
         Ok(out)
     }

@@ -20,8 +20,8 @@ use crate::crawl::{
 use crate::error::Result;
 use crate::item::Item;
 use crate::keys::{
-    backlink_key, distinct_key, expiry_page_key, link_key, member_key, ranked_key, timeline_key,
-    url_key, url_of_key, DistinctKind, EXPIRY_LINK, EXPIRY_PAGE,
+    backlink_key, distinct_key, expiry_page_key, link_key, member_key, member_of_key, ranked_key,
+    timeline_key, url_key, url_of_key, DistinctKind, EXPIRY_LINK, EXPIRY_PAGE,
 };
 use crate::page::{day_of, PageCrawl, PageState};
 use crate::record::{FlowPair, LinkRecord};
@@ -1001,19 +1001,20 @@ impl BatchRows {
 fn tracked<'m, T: Clone>(
     rows: &'m mut HashMap<Vec<u8>, Tracked<T>>,
     store: &Store,
-    cf: &str,
+    cf: &'static str,
     key: Vec<u8>,
     item_key_len: usize,
-    decode: fn(&[u8]) -> Result<T>,
+    decode: fn(&str, &[u8]) -> Result<T>,
     fresh: impl FnOnce() -> T,
 ) -> Result<&'m mut T> {
     match rows.entry(key) {
         Entry::Occupied(e) => Ok(&mut e.into_mut().current),
         Entry::Vacant(e) => {
+            let member = member_of_key(e.key(), item_key_len, 0, cf)?;
             let original = store
                 .db
                 .get_pinned_cf(store.cf(cf), e.key())?
-                .map(|v| decode(&v))
+                .map(|v| decode(member, &v))
                 .transpose()?;
             let current = original.clone().unwrap_or_else(fresh);
             let t = e.insert(Tracked {
@@ -1063,14 +1064,15 @@ fn prefetch_tracked<T: Clone>(
     store: &Store,
     cf: &'static str,
     mut wanted: Vec<(Vec<u8>, usize)>,
-    decode: fn(&[u8]) -> Result<T>,
+    decode: fn(&str, &[u8]) -> Result<T>,
     fresh: impl Fn(&str) -> T,
 ) -> Result<()> {
     wanted.sort_unstable();
     wanted.dedup_by(|a, b| a.0 == b.0);
     let values = multi_get(store, cf, wanted.iter().map(|(k, _)| k))?;
     for ((key, item_key_len), value) in wanted.into_iter().zip(values) {
-        let original = value.map(|v| decode(&v)).transpose()?;
+        let member = member_of_key(&key, item_key_len, 0, cf)?;
+        let original = value.map(|v| decode(member, &v)).transpose()?;
         let row = loaded(&key, item_key_len, original, cf, &fresh)?;
         rows.insert(key, row);
     }
@@ -1087,20 +1089,13 @@ fn loaded<T: Clone>(
 ) -> Result<Tracked<T>> {
     let current = match &original {
         Some(row) => row.clone(),
-        None => fresh(member_of(key, item_key_len, cf)?),
+        None => fresh(member_of_key(key, item_key_len, 0, cf)?),
     };
     Ok(Tracked {
         item_key_len,
         original,
         current,
     })
-}
-
-/// The member of an aggregate row key (`item_key | member | 0`).
-fn member_of<'k>(key: &'k [u8], item_key_len: usize, cf: &'static str) -> Result<&'k str> {
-    key.get(item_key_len..key.len().saturating_sub(1))
-        .and_then(|m| std::str::from_utf8(m).ok())
-        .ok_or_else(|| crate::Error::corrupt(cf, "member is not UTF-8"))
 }
 
 /// Loads the rows of `wanted` that the batch in flight writes from its values, as the
