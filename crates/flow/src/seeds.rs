@@ -15,12 +15,9 @@ use crate::error::{Error, Result};
 use linkstore::Item;
 use std::path::Path;
 
-/// The topic taxonomy: category paths, one per line.
-pub const TOPICS: &str = include_str!("topics.txt");
-
-pub fn is_topic(t: &str) -> bool {
-    TOPICS.lines().any(|l| l == t)
-}
+/// The topic taxonomy: category paths, one per line (the store's, which keeps topics as
+/// ids into it).
+pub use linkstore::{is_topic, TAXONOMY as TOPICS};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Seed {

@@ -19,6 +19,7 @@ mod read_view;
 mod record;
 mod ref_domain_query;
 mod store;
+mod topic;
 mod views;
 pub use views::ip_member;
 mod writer;
@@ -44,4 +45,5 @@ pub use ref_domain_query::{
     MAX_CANDIDATE_ROWS,
 };
 pub use store::{sibling_path, Store, StoreMemory, StoreOptions, StoreStamp, FORMAT_VERSION};
+pub use topic::{is_topic, TAXONOMY};
 pub use writer::{ApplyStats, ExpireStats, Writer};

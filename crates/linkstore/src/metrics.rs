@@ -1,9 +1,11 @@
-//! Flow metrics of an item as published by a flow build (encoding version 1).
+//! Flow metrics of an item as published by a flow build (encoding version 2: topics as
+//! taxonomy ids).
 
-use crate::codec::{put_bytes, put_uvarint, Reader};
+use crate::codec::Reader;
 use crate::error::Result;
+use crate::topic::{put_topics, read_topics};
 
-pub const METRICS_VERSION: u8 = 1;
+pub const METRICS_VERSION: u8 = 2;
 
 /// Trust Flow, Citation Flow and the top topics (value descending) of one item.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -17,11 +19,7 @@ pub struct ItemMetrics {
 impl ItemMetrics {
     pub fn encode(&self) -> Vec<u8> {
         let mut out = vec![METRICS_VERSION, self.trust_flow, self.citation_flow];
-        put_uvarint(&mut out, self.topics.len() as u64);
-        for (t, v) in &self.topics {
-            put_bytes(&mut out, t.as_bytes());
-            out.push(*v);
-        }
+        put_topics(&mut out, &self.topics);
         out
     }
 
@@ -30,11 +28,7 @@ impl ItemMetrics {
         r.version(METRICS_VERSION)?;
         let trust_flow = r.u8()?;
         let citation_flow = r.u8()?;
-        let n = r.uvarint()? as usize;
-        let mut topics = Vec::with_capacity(n.min(64));
-        for _ in 0..n {
-            topics.push((r.string()?, r.u8()?));
-        }
+        let topics = read_topics(&mut r, "metrics")?;
         Ok(ItemMetrics {
             trust_flow,
             citation_flow,

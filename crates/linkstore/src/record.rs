@@ -1,12 +1,13 @@
 //! The link record: one source URL → target URL link with every per-link attribute.
-//! Encoding version 1 (layout diagram in `docs/format.md`).
+//! Encoding version 3: topics as taxonomy ids (layout diagram in `docs/format.md`).
 
 use crate::codec::{put_bytes, put_ip, put_uvarint, Reader};
 use crate::error::{Error, Result};
+use crate::topic::{put_topics, read_topics};
 use roaring::RoaringBitmap;
 use std::net::IpAddr;
 
-pub const RECORD_VERSION: u8 = 2;
+pub const RECORD_VERSION: u8 = 3;
 
 /// How the link is made in the source page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -157,23 +158,6 @@ pub struct SourceOutlinks {
     pub external_domains: u32,
 }
 
-fn put_topics(out: &mut Vec<u8>, topics: &[(String, u8)]) {
-    put_uvarint(out, topics.len() as u64);
-    for (t, v) in topics {
-        put_bytes(out, t.as_bytes());
-        out.push(*v);
-    }
-}
-
-fn read_topics(r: &mut Reader<'_>) -> Result<Vec<(String, u8)>> {
-    let n = r.uvarint()? as usize;
-    let mut v = Vec::with_capacity(n.min(16));
-    for _ in 0..n {
-        v.push((r.string()?, r.u8()?));
-    }
-    Ok(v)
-}
-
 impl LinkRecord {
     pub fn is_deleted(&self) -> bool {
         self.flags & flags::DELETED != 0
@@ -259,8 +243,8 @@ impl LinkRecord {
             internal: r.u32v()?,
             external_domains: r.u32v()?,
         };
-        let source_topics = read_topics(&mut r)?;
-        let target_topics = read_topics(&mut r)?;
+        let source_topics = read_topics(&mut r, "links")?;
+        let target_topics = read_topics(&mut r, "links")?;
         Ok(LinkRecord {
             source_url,
             target_url,

@@ -1,0 +1,87 @@
+//! The topic taxonomy and the one-byte ids under which link records and metrics rows
+//! store topics.
+
+use crate::codec::{put_uvarint, Reader};
+use crate::error::{Error, Result};
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+/// The taxonomy: category paths, one per line. A topic's id is its line number from 0,
+/// so lines are only ever appended: stored ids name them.
+pub const TAXONOMY: &str = include_str!("topics.txt");
+
+fn ids() -> &'static (Vec<&'static str>, HashMap<&'static str, u8>) {
+    static IDS: OnceLock<(Vec<&'static str>, HashMap<&'static str, u8>)> = OnceLock::new();
+    IDS.get_or_init(|| {
+        let names: Vec<&str> = TAXONOMY.lines().collect();
+        assert!(names.len() <= 256, "topic ids are one byte");
+        let by_name = names
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| (n, i as u8))
+            .collect();
+        (names, by_name)
+    })
+}
+
+/// Whether `name` is a topic of the taxonomy.
+pub fn is_topic(name: &str) -> bool {
+    topic_id(name).is_some()
+}
+
+fn topic_id(name: &str) -> Option<u8> {
+    ids().1.get(name).copied()
+}
+
+fn topic_name(id: u8) -> Option<&'static str> {
+    ids().0.get(usize::from(id)).copied()
+}
+
+/// Writes topics as `n uvar, n x (id u8, value u8)`. Topics come from seeds checked
+/// against the taxonomy, so every name has an id; one without would be left out.
+pub(crate) fn put_topics(out: &mut Vec<u8>, topics: &[(String, u8)]) {
+    debug_assert!(
+        topics.iter().all(|(t, _)| is_topic(t)),
+        "topics outside the taxonomy: {topics:?}"
+    );
+    let known = || topics.iter().filter_map(|(t, v)| Some((topic_id(t)?, *v)));
+    put_uvarint(out, known().count() as u64);
+    for (id, v) in known() {
+        out.extend_from_slice(&[id, v]);
+    }
+}
+
+/// Reads what [`put_topics`] wrote; an id outside the taxonomy is corruption.
+pub(crate) fn read_topics(r: &mut Reader<'_>, cf: &'static str) -> Result<Vec<(String, u8)>> {
+    let n = r.uvarint()? as usize;
+    let mut topics = Vec::with_capacity(n.min(16));
+    for _ in 0..n {
+        let id = r.u8()?;
+        let name =
+            topic_name(id).ok_or_else(|| Error::corrupt(cf, format!("unknown topic id {id}")))?;
+        topics.push((name.to_string(), r.u8()?));
+    }
+    Ok(topics)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn topics_are_stored_as_ids_and_read_back_by_name() {
+        let topics = vec![("News".to_string(), 40), ("Arts/Music".to_string(), 7)];
+        let mut out = Vec::new();
+        put_topics(&mut out, &topics);
+        assert_eq!(out.len(), 5, "count and two (id, value) pairs: {out:?}");
+        assert_eq!(
+            out[1],
+            TAXONOMY.lines().position(|l| l == "News").unwrap() as u8
+        );
+        let mut r = Reader::new(&out, "links");
+        assert_eq!(read_topics(&mut r, "links").unwrap(), topics);
+        let bad = [1u8, 255, 9];
+        let err = read_topics(&mut Reader::new(&bad, "links"), "links").unwrap_err();
+        assert!(err.to_string().contains("unknown topic id 255"), "{err}");
+    }
+}
