@@ -1126,9 +1126,11 @@ fn take_written<T: Clone>(
     Ok(())
 }
 
-/// Writes aggregate rows and moves their ranked copies: the old ranked key (from the
-/// value as loaded) is deleted and the new one written. Empty rows are removed.
-fn write_ranked<T>(
+/// Writes the aggregate rows that changed and moves their ranked copies: a ranked key
+/// whose rank changed is deleted (from the value as loaded) and the new one written; one
+/// whose rank stayed is overwritten in place. Empty rows are removed; rows loaded but
+/// left as they were are not written at all.
+fn write_ranked<T: PartialEq>(
     batch: &mut SortedBatch,
     cf_rows: Table,
     cf_ranked: Table,
@@ -1136,12 +1138,17 @@ fn write_ranked<T>(
     describe: impl Fn(&T) -> (bool, Vec<u8>, Vec<u64>, String),
 ) {
     for (key, t) in rows {
-        let item_key = &key[..t.item_key_len];
-        if let Some(orig) = &t.original {
-            let (_, _, rank, member) = describe(orig);
-            batch.delete(cf_ranked, ranked_key(item_key, &rank, &member));
+        if t.original.as_ref() == Some(&t.current) {
+            continue;
         }
+        let item_key = &key[..t.item_key_len];
         let (keep, value, rank, member) = describe(&t.current);
+        if let Some(orig) = &t.original {
+            let (_, _, old_rank, _) = describe(orig);
+            if !keep || old_rank != rank {
+                batch.delete(cf_ranked, ranked_key(item_key, &old_rank, &member));
+            }
+        }
         if keep {
             batch.put(
                 cf_ranked,
