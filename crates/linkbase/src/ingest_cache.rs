@@ -1,0 +1,80 @@
+//! The incremental writer's block cache when `linkbase ingest --cache` is not given.
+//!
+//! A crawl round reads the aggregate rows of every item it touches; once the index
+//! outgrows the cache those reads miss and decompress blocks again (a 2.12M-link round on
+//! an 18.1M-link, 4.5 GB index: 104.7 s with 2 GB, 81.2 s with the whole index cached).
+//! So the cache follows the index's size, within bounds that keep small machines safe.
+
+use std::path::Path;
+
+/// The least cache given, whatever the index's size.
+const FLOOR: usize = 2 << 30;
+
+/// The cache for an index of `on_disk` bytes on a machine with `memory` bytes (unknown:
+/// `None`): the index's size, at least [`FLOOR`], at most a third of memory.
+pub fn cache_bytes(on_disk: u64, memory: Option<u64>) -> usize {
+    let ceiling = memory.map_or(FLOOR as u64, |m| m / 3).max(FLOOR as u64);
+    usize::try_from(on_disk.clamp(FLOOR as u64, ceiling)).unwrap_or(usize::MAX)
+}
+
+/// [`cache_bytes`] for the index in `dir` on this machine.
+pub fn for_index(dir: &Path) -> usize {
+    cache_bytes(dir_bytes(dir), physical_memory())
+}
+
+/// Bytes of the files directly in `dir` (a RocksDB directory is flat); 0 when it does not
+/// exist yet.
+fn dir_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok()?.metadata().ok())
+        .filter(|m| m.is_file())
+        .map(|m| m.len())
+        .sum()
+}
+
+/// Physical memory from `/proc/meminfo` (Linux); `None` elsewhere or when unreadable.
+fn physical_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib: u64 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))?
+        .trim()
+        .strip_suffix("kB")?
+        .trim()
+        .parse()
+        .ok()?;
+    kib.checked_mul(1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GIB: u64 = 1 << 30;
+
+    #[test]
+    fn the_cache_follows_the_index_within_its_bounds() {
+        // A small or new index gets the floor.
+        assert_eq!(cache_bytes(0, Some(24 * GIB)), FLOOR);
+        assert_eq!(cache_bytes(GIB, Some(24 * GIB)), FLOOR);
+        // A larger one gets its size...
+        assert_eq!(cache_bytes(5 * GIB, Some(24 * GIB)), 5 * GIB as usize);
+        // ...up to a third of memory.
+        assert_eq!(cache_bytes(20 * GIB, Some(24 * GIB)), 8 * GIB as usize);
+        // Small or unknown memory never takes the cache below the floor.
+        assert_eq!(cache_bytes(20 * GIB, Some(3 * GIB)), FLOOR);
+        assert_eq!(cache_bytes(20 * GIB, None), FLOOR);
+    }
+
+    #[test]
+    fn an_index_directory_is_measured_and_a_missing_one_is_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("000001.sst"), vec![0u8; 3000]).unwrap();
+        std::fs::write(dir.path().join("MANIFEST"), vec![0u8; 500]).unwrap();
+        assert_eq!(dir_bytes(dir.path()), 3500);
+        assert_eq!(dir_bytes(&dir.path().join("absent")), 0);
+        assert!(physical_memory().is_some(), "Linux reports its memory");
+    }
+}
