@@ -417,7 +417,7 @@ impl ReadView {
             CF_REFDOMAINS_RANKED,
             from,
             count,
-            1,
+            RefDomain::RANK_WORDS,
             RefDomain::decode,
         )
     }
