@@ -507,7 +507,8 @@ impl<'a> Writer<'a> {
             }
         }
         if let Some(c) = self.in_flight.as_ref().map(|f| Arc::clone(&f.rows)) {
-            self.rows.take_written(&c, &mut refdomains, &mut anchors)?;
+            take_written::<RefDomain>(&mut self.rows.refdomains, &c.refdomains, &mut refdomains)?;
+            take_written::<AnchorText>(&mut self.rows.anchors, &c.anchors, &mut anchors)?;
         }
         distinct.sort_unstable();
         distinct.dedup();
@@ -519,22 +520,8 @@ impl<'a> Writer<'a> {
             };
             self.rows.distinct.insert(key, n);
         }
-        prefetch_tracked(
-            &mut self.rows.refdomains,
-            self.store,
-            CF_REFDOMAINS,
-            refdomains,
-            RefDomain::decode,
-            empty_ref_domain,
-        )?;
-        prefetch_tracked(
-            &mut self.rows.anchors,
-            self.store,
-            CF_ANCHORS,
-            anchors,
-            AnchorText::decode,
-            empty_anchor,
-        )
+        prefetch_tracked(&mut self.rows.refdomains, self.store, refdomains)?;
+        prefetch_tracked(&mut self.rows.anchors, self.store, anchors)
     }
 
     /// Applies one contribution to the rows it touches, deriving the distinct and
@@ -617,22 +604,25 @@ impl<'a> Writer<'a> {
 
     /// The anchor-text row of `text` for an item, loaded or started empty.
     fn anchor_row(&mut self, item_key: &[u8], text: &str) -> Result<&mut AnchorText> {
-        let key = member_key(item_key, text);
+        self.member_row(item_key, text)
+    }
+
+    /// The referring-domain row of `domain` for an item, loaded or started empty.
+    fn refdomain_row(&mut self, item_key: &[u8], domain: &str) -> Result<&mut RefDomain> {
+        self.member_row(item_key, domain)
+    }
+
+    /// The row of `member` for an item: as this batch holds it, else as the batch in
+    /// flight will write it, else from the store, else empty.
+    fn member_row<T: MemberRow>(&mut self, item_key: &[u8], member: &str) -> Result<&mut T> {
+        let key = member_key(item_key, member);
         // Rows are prefetched before contributions apply: this is the rare miss.
         let in_flight = self.in_flight.as_ref().map(|f| Arc::clone(&f.rows));
-        if let Some(c) = in_flight.filter(|_| !self.rows.anchors.contains_key(&key)) {
+        if let Some(c) = in_flight.filter(|_| !T::rows(&self.rows).contains_key(&key)) {
             let mut want = vec![(key.clone(), item_key.len())];
-            self.rows.take_written(&c, &mut Vec::new(), &mut want)?;
+            take_written(T::rows_mut(&mut self.rows), T::rows(&c), &mut want)?;
         }
-        tracked(
-            &mut self.rows.anchors,
-            self.store,
-            CF_ANCHORS,
-            key,
-            item_key.len(),
-            AnchorText::decode,
-            || empty_anchor(text),
-        )
+        tracked(T::rows_mut(&mut self.rows), self.store, key, item_key.len())
     }
 
     fn add_timeline(&mut self, item_key: &[u8], day: u32, d: TimelineDelta) {
@@ -643,26 +633,6 @@ impl<'a> Writer<'a> {
             .or_default();
         e.found += d.found;
         e.lost += d.lost;
-    }
-
-    /// The referring-domain row of `domain` for an item, loaded or started empty.
-    fn refdomain_row(&mut self, item_key: &[u8], domain: &str) -> Result<&mut RefDomain> {
-        let key = member_key(item_key, domain);
-        // Rows are prefetched before contributions apply: this is the rare miss.
-        let in_flight = self.in_flight.as_ref().map(|f| Arc::clone(&f.rows));
-        if let Some(c) = in_flight.filter(|_| !self.rows.refdomains.contains_key(&key)) {
-            let mut want = vec![(key.clone(), item_key.len())];
-            self.rows.take_written(&c, &mut want, &mut Vec::new())?;
-        }
-        tracked(
-            &mut self.rows.refdomains,
-            self.store,
-            CF_REFDOMAINS,
-            key,
-            item_key.len(),
-            RefDomain::decode,
-            || empty_ref_domain(domain),
-        )
     }
 
     fn add_counters(&mut self, key: Vec<u8>, delta: &Counters) {
@@ -913,32 +883,6 @@ impl Drop for Writer<'_> {
 }
 
 impl BatchRows {
-    /// Loads the referring-domain and anchor rows wanted that `written` (the batch in
-    /// flight) writes, as the store will hold them; the others stay wanted.
-    fn take_written(
-        &mut self,
-        written: &BatchRows,
-        refdomains: &mut Vec<(Vec<u8>, usize)>,
-        anchors: &mut Vec<(Vec<u8>, usize)>,
-    ) -> Result<()> {
-        take_written(
-            &mut self.refdomains,
-            &written.refdomains,
-            refdomains,
-            CF_REFDOMAINS,
-            |r| r.links > 0,
-            empty_ref_domain,
-        )?;
-        take_written(
-            &mut self.anchors,
-            &written.anchors,
-            anchors,
-            CF_ANCHORS,
-            |a| a.links > 0,
-            empty_anchor,
-        )
-    }
-
     /// Writes the rows, with `batch`'s row writes, in one atomic write batch.
     fn write(&self, mut batch: SortedBatch, db: &rocksdb::DB) -> Result<()> {
         for (url, state) in &self.pages {
@@ -963,20 +907,8 @@ impl BatchRows {
                 batch.delete(Table::Distinct, key.clone());
             }
         }
-        write_ranked(
-            &mut batch,
-            Table::RefDomains,
-            Table::RefDomainsRanked,
-            &self.refdomains,
-            |r| (r.links > 0, r.encode(), r.rank().to_vec(), r.domain.clone()),
-        );
-        write_ranked(
-            &mut batch,
-            Table::Anchors,
-            Table::AnchorsRanked,
-            &self.anchors,
-            |a| (a.links > 0, a.encode(), a.rank().to_vec(), a.text.clone()),
-        );
+        write_ranked(&mut batch, &self.refdomains);
+        write_ranked(&mut batch, &self.anchors);
         for (url, &n) in &self.url_refs {
             if n > 0 {
                 let mut v = Vec::with_capacity(4);
@@ -995,51 +927,103 @@ impl BatchRows {
     }
 }
 
+/// A referring-domain or anchor-text row as the writer tracks it: kept in its table
+/// under `item_key | member | 0`, with a ranked copy ordered by its counts.
+trait MemberRow: Clone + PartialEq {
+    const TABLE: Table;
+    const RANKED: Table;
+    /// This batch's rows of the table.
+    fn rows(b: &BatchRows) -> &HashMap<Vec<u8>, Tracked<Self>>;
+    fn rows_mut(b: &mut BatchRows) -> &mut HashMap<Vec<u8>, Tracked<Self>>;
+    /// A row not in the store yet.
+    fn empty(member: &str) -> Self;
+    fn decode(member: &str, value: &[u8]) -> Result<Self>;
+    fn encode(&self) -> Vec<u8>;
+    /// Whether the row counts a link; at zero it and its ranked copy are removed.
+    fn is_kept(&self) -> bool;
+    fn ranked_key(&self, item_key: &[u8]) -> Vec<u8>;
+}
+
+impl MemberRow for RefDomain {
+    const TABLE: Table = Table::RefDomains;
+    const RANKED: Table = Table::RefDomainsRanked;
+    fn rows(b: &BatchRows) -> &HashMap<Vec<u8>, Tracked<Self>> {
+        &b.refdomains
+    }
+    fn rows_mut(b: &mut BatchRows) -> &mut HashMap<Vec<u8>, Tracked<Self>> {
+        &mut b.refdomains
+    }
+    fn empty(domain: &str) -> Self {
+        RefDomain {
+            domain: domain.to_string(),
+            ..Default::default()
+        }
+    }
+    fn decode(domain: &str, value: &[u8]) -> Result<Self> {
+        RefDomain::decode(domain, value)
+    }
+    fn encode(&self) -> Vec<u8> {
+        RefDomain::encode(self)
+    }
+    fn is_kept(&self) -> bool {
+        self.links > 0
+    }
+    fn ranked_key(&self, item_key: &[u8]) -> Vec<u8> {
+        ranked_key(item_key, &self.rank(), &self.domain)
+    }
+}
+
+impl MemberRow for AnchorText {
+    const TABLE: Table = Table::Anchors;
+    const RANKED: Table = Table::AnchorsRanked;
+    fn rows(b: &BatchRows) -> &HashMap<Vec<u8>, Tracked<Self>> {
+        &b.anchors
+    }
+    fn rows_mut(b: &mut BatchRows) -> &mut HashMap<Vec<u8>, Tracked<Self>> {
+        &mut b.anchors
+    }
+    fn empty(text: &str) -> Self {
+        AnchorText {
+            text: text.to_string(),
+            ..Default::default()
+        }
+    }
+    fn decode(text: &str, value: &[u8]) -> Result<Self> {
+        AnchorText::decode(text, value)
+    }
+    fn encode(&self) -> Vec<u8> {
+        AnchorText::encode(self)
+    }
+    fn is_kept(&self) -> bool {
+        self.links > 0
+    }
+    fn ranked_key(&self, item_key: &[u8]) -> Vec<u8> {
+        ranked_key(item_key, &self.rank(), &self.text)
+    }
+}
+
 /// The pending value of an aggregate row: prefetched with the other rows of its pending
-/// contributions (`prefetch_tracked`), else loaded here on first touch, or started by
-/// `fresh` when the store has none.
-fn tracked<'m, T: Clone>(
+/// contributions (`prefetch_tracked`), else loaded here on first touch, or started empty
+/// when the store has none.
+fn tracked<'m, T: MemberRow>(
     rows: &'m mut HashMap<Vec<u8>, Tracked<T>>,
     store: &Store,
-    cf: &'static str,
     key: Vec<u8>,
     item_key_len: usize,
-    decode: fn(&str, &[u8]) -> Result<T>,
-    fresh: impl FnOnce() -> T,
 ) -> Result<&'m mut T> {
     match rows.entry(key) {
         Entry::Occupied(e) => Ok(&mut e.into_mut().current),
         Entry::Vacant(e) => {
+            let cf = T::TABLE.cf_name();
             let member = member_of_key(e.key(), item_key_len, 0, cf)?;
             let original = store
                 .db
                 .get_pinned_cf(store.cf(cf), e.key())?
-                .map(|v| decode(member, &v))
+                .map(|v| T::decode(member, &v))
                 .transpose()?;
-            let current = original.clone().unwrap_or_else(fresh);
-            let t = e.insert(Tracked {
-                item_key_len,
-                original,
-                current,
-            });
-            Ok(&mut t.current)
+            let row = loaded(member, item_key_len, original);
+            Ok(&mut e.insert(row).current)
         }
-    }
-}
-
-/// A referring-domain row not in the store yet.
-fn empty_ref_domain(domain: &str) -> RefDomain {
-    RefDomain {
-        domain: domain.to_string(),
-        ..Default::default()
-    }
-}
-
-/// An anchor-text row not in the store yet.
-fn empty_anchor(text: &str) -> AnchorText {
-    AnchorText {
-        text: text.to_string(),
-        ..Default::default()
     }
 }
 
@@ -1058,56 +1042,42 @@ fn multi_get<'s, 'k>(
 }
 
 /// Loads aggregate rows (`(key, item-key length)`, keys ending in `member | 0`) missing
-/// from `rows`, as [`tracked`] does one at a time; `fresh` starts a row from its member.
-fn prefetch_tracked<T: Clone>(
+/// from `rows`, as [`tracked`] does one at a time.
+fn prefetch_tracked<T: MemberRow>(
     rows: &mut HashMap<Vec<u8>, Tracked<T>>,
     store: &Store,
-    cf: &'static str,
     mut wanted: Vec<(Vec<u8>, usize)>,
-    decode: fn(&str, &[u8]) -> Result<T>,
-    fresh: impl Fn(&str) -> T,
 ) -> Result<()> {
     wanted.sort_unstable();
     wanted.dedup_by(|a, b| a.0 == b.0);
+    let cf = T::TABLE.cf_name();
     let values = multi_get(store, cf, wanted.iter().map(|(k, _)| k))?;
     for ((key, item_key_len), value) in wanted.into_iter().zip(values) {
         let member = member_of_key(&key, item_key_len, 0, cf)?;
-        let original = value.map(|v| decode(member, &v)).transpose()?;
-        let row = loaded(&key, item_key_len, original, cf, &fresh)?;
+        let original = value.map(|v| T::decode(member, &v)).transpose()?;
+        let row = loaded(member, item_key_len, original);
         rows.insert(key, row);
     }
     Ok(())
 }
 
-/// A row as loaded: its stored value, or `fresh` from its member when it has none.
-fn loaded<T: Clone>(
-    key: &[u8],
-    item_key_len: usize,
-    original: Option<T>,
-    cf: &'static str,
-    fresh: impl Fn(&str) -> T,
-) -> Result<Tracked<T>> {
-    let current = match &original {
-        Some(row) => row.clone(),
-        None => fresh(member_of_key(key, item_key_len, 0, cf)?),
-    };
-    Ok(Tracked {
+/// A row as loaded: its stored value, or empty when it has none.
+fn loaded<T: MemberRow>(member: &str, item_key_len: usize, original: Option<T>) -> Tracked<T> {
+    let current = original.clone().unwrap_or_else(|| T::empty(member));
+    Tracked {
         item_key_len,
         original,
         current,
-    })
+    }
 }
 
 /// Loads the rows of `wanted` that the batch in flight writes from its values, as the
 /// store will hold them (a row it empties is deleted), and leaves the others in `wanted`
 /// for the store: while the write is in flight the store may still hold the old rows.
-fn take_written<T: Clone>(
+fn take_written<T: MemberRow>(
     rows: &mut HashMap<Vec<u8>, Tracked<T>>,
     written: &HashMap<Vec<u8>, Tracked<T>>,
     wanted: &mut Vec<(Vec<u8>, usize)>,
-    cf: &'static str,
-    kept: impl Fn(&T) -> bool,
-    fresh: impl Fn(&str) -> T,
 ) -> Result<()> {
     let mut left = Vec::with_capacity(wanted.len());
     for (key, item_key_len) in wanted.drain(..) {
@@ -1118,8 +1088,9 @@ fn take_written<T: Clone>(
         if rows.contains_key(&key) {
             continue;
         }
-        let original = kept(&w.current).then(|| w.current.clone());
-        let row = loaded(&key, item_key_len, original, cf, &fresh)?;
+        let member = member_of_key(&key, item_key_len, 0, T::TABLE.cf_name())?;
+        let original = w.current.is_kept().then(|| w.current.clone());
+        let row = loaded(member, item_key_len, original);
         rows.insert(key, row);
     }
     *wanted = left;
@@ -1127,37 +1098,28 @@ fn take_written<T: Clone>(
 }
 
 /// Writes the aggregate rows that changed and moves their ranked copies: a ranked key
-/// whose rank changed is deleted (from the value as loaded) and the new one written; one
-/// whose rank stayed is overwritten in place. Empty rows are removed; rows loaded but
-/// left as they were are not written at all.
-fn write_ranked<T: PartialEq>(
-    batch: &mut SortedBatch,
-    cf_rows: Table,
-    cf_ranked: Table,
-    rows: &HashMap<Vec<u8>, Tracked<T>>,
-    describe: impl Fn(&T) -> (bool, Vec<u8>, Vec<u64>, String),
-) {
+/// that changed is deleted (from the value as loaded) and the new one written; one that
+/// stayed is overwritten in place. Empty rows are removed; rows loaded but left as they
+/// were are not written at all.
+fn write_ranked<T: MemberRow>(batch: &mut SortedBatch, rows: &HashMap<Vec<u8>, Tracked<T>>) {
     for (key, t) in rows {
         if t.original.as_ref() == Some(&t.current) {
             continue;
         }
         let item_key = &key[..t.item_key_len];
-        let (keep, value, rank, member) = describe(&t.current);
-        if let Some(orig) = &t.original {
-            let (_, _, old_rank, _) = describe(orig);
-            if !keep || old_rank != rank {
-                batch.delete(cf_ranked, ranked_key(item_key, &old_rank, &member));
+        let ranked = t.current.is_kept().then(|| t.current.ranked_key(item_key));
+        if let Some(old) = t.original.as_ref().map(|o| o.ranked_key(item_key)) {
+            if ranked.as_ref() != Some(&old) {
+                batch.delete(T::RANKED, old);
             }
         }
-        if keep {
-            batch.put(
-                cf_ranked,
-                ranked_key(item_key, &rank, &member),
-                value.clone(),
-            );
-            batch.put(cf_rows, key.clone(), value);
-        } else {
-            batch.delete(cf_rows, key.clone());
+        match ranked {
+            Some(ranked) => {
+                let value = t.current.encode();
+                batch.put(T::RANKED, ranked, value.clone());
+                batch.put(T::TABLE, key.clone(), value);
+            }
+            None => batch.delete(T::TABLE, key.clone()),
         }
     }
 }
