@@ -17,17 +17,18 @@
 //! ranges never overlap.
 
 use crate::aggregate::{accumulate, AnchorText, Counters, RefDomain, TimelineDelta};
-use crate::codec::{put_ivarint, Reader};
 use crate::crawl::{crawl_order, crawl_status, newer_crawl, next_state, CrawlOrder, UrlMetrics};
 use crate::error::{Error, Result};
 use crate::item::Item;
-use crate::keys::{
-    distinct_key, expiry_page_key, link_key, member_key, member_of_key, ranked_key, timeline_key,
-    url_hash, url_key, url_of_key, DistinctKind, ItemHasher,
-};
+use crate::keys::{url_hash, url_key, ItemHasher};
 use crate::page::{day_of, PageCrawl, PageState};
 use crate::record::LinkRecord;
 use crate::store::{cf_options, StoreOptions};
+use crate::table::{
+    row, AnchorKey, BacklinkKey, BuiltKey, Count, CountersKey, DistinctKey, Empty, ExpiryPageKey,
+    LinkKey, PageKey, RankedAnchorKey, RankedRefDomainKey, RefDomainKey, TableKey, TimelineKey,
+    UrlRefKey,
+};
 use crate::views::{
     anchor_of_member, distinct_feed, link_contributions, min_nonzero, ref_domain_counters,
     target_contributions, Contribution, DistinctFeed,
@@ -74,7 +75,7 @@ impl Table {
         Table::ALL.get(usize::from(b)).copied()
     }
 
-    pub fn cf_name(self) -> &'static str {
+    pub const fn cf_name(self) -> &'static str {
         use crate::store::*;
         match self {
             Table::Links => CF_LINKS,
@@ -243,29 +244,26 @@ impl PageRows {
         let mut records: Vec<LinkRecord> = links.into_values().collect();
         records.sort_by_key(|r| url_hash(&r.target_url));
         for rec in &records {
-            emit(
-                Table::Links,
-                link_key(&rec.source_url, &rec.target_url).to_vec(),
-                rec.encode(),
-            );
+            let key = LinkKey {
+                source: &rec.source_url,
+                target: &rec.target_url,
+            };
+            emit_row(emit, &key, rec);
         }
-        emit(Table::Pages, url_key(&url), state.encode());
-        emit(
-            Table::Expiry,
-            expiry_page_key(day_of(state.last_fetch), &url),
-            Vec::new(),
-        );
-        emit(Table::Urls, url_key(&url), count(1));
+        emit_row(emit, &PageKey(&url), &state);
+        let day = day_of(state.last_fetch);
+        emit_row(emit, &ExpiryPageKey { day, url: &url }, &Empty);
+        emit_row(emit, &UrlRefKey(&url), &Count(1));
         let crawled = Counters {
             crawled_urls: 1,
-            last_crawl_day: i64::from(day_of(state.last_fetch)),
+            last_crawl_day: i64::from(day),
             ..Default::default()
         };
         for key in item_keys_of_url(&self.hasher, &url) {
-            emit(Table::Counters, key, crawled.encode());
+            emit_row(emit, &CountersKey(&key), &crawled);
         }
         for rec in &records {
-            emit(Table::Urls, url_key(&rec.target_url), count(1));
+            emit_row(emit, &UrlRefKey(&rec.target_url), &Count(1));
             self.contributions.clear();
             link_contributions(rec, 1, &self.hasher, 0, &mut self.contributions);
             for c in self.contributions.drain(..) {
@@ -285,25 +283,28 @@ fn item_keys_of_url<'h>(hasher: &'h ItemHasher, url: &str) -> impl Iterator<Item
         .map(|i| hasher.item_key(&i))
 }
 
-fn count(n: i64) -> Vec<u8> {
-    let mut v = Vec::with_capacity(2);
-    put_ivarint(&mut v, n);
-    v
+/// Emits a row of a typed key and value.
+fn emit_row<K: BuiltKey>(emit: &mut Emit<'_>, key: &K, value: &K::Value) {
+    let (table, key, value) = row(key, value);
+    emit(table, key, value);
 }
 
 fn encode_contribution(c: Contribution) -> (Table, Vec<u8>, Vec<u8>) {
     match c {
-        Contribution::Counters { item_key, delta } => (Table::Counters, item_key, delta.encode()),
+        Contribution::Counters { item_key, delta } => row(&CountersKey(&item_key), &delta),
         Contribution::Distinct {
             item_key,
             kind,
             member,
             sign,
-        } => (
-            Table::Distinct,
-            distinct_key(&item_key, kind, &member),
-            count(sign),
-        ),
+        } => {
+            let key = DistinctKey {
+                item_key: &item_key,
+                kind,
+                member: &member,
+            };
+            row(&key, &Count(sign))
+        }
         Contribution::RefDomain {
             item_key,
             domain,
@@ -313,16 +314,19 @@ fn encode_contribution(c: Contribution) -> (Table, Vec<u8>, Vec<u8>) {
             first_seen,
             last_seen,
         } => {
-            let key = member_key(&item_key, &domain);
-            let row = RefDomain {
-                domain,
+            let key = RefDomainKey {
+                item_key: &item_key,
+                domain: &domain,
+            };
+            let value = RefDomain {
+                domain: String::new(),
                 links: sign,
                 deleted_links: deleted,
                 nofollow_links: nofollow,
                 first_seen,
                 last_seen,
             };
-            (Table::RefDomains, key, row.encode())
+            row(&key, &value)
         }
         Contribution::Anchor {
             item_key,
@@ -331,41 +335,36 @@ fn encode_contribution(c: Contribution) -> (Table, Vec<u8>, Vec<u8>) {
             deleted,
             nofollow,
         } => {
-            let key = member_key(&item_key, &text);
-            let row = AnchorText {
-                text,
+            let key = AnchorKey {
+                item_key: &item_key,
+                text: &text,
+            };
+            let value = AnchorText {
+                text: String::new(),
                 ref_domains: 0,
                 links: sign,
                 deleted_links: deleted,
                 nofollow_links: nofollow,
             };
-            (Table::Anchors, key, row.encode())
+            row(&key, &value)
         }
         Contribution::Timeline {
             item_key,
             day,
             delta,
-        } => (
-            Table::Timeline,
-            timeline_key(&item_key, day),
-            delta.encode(),
+        } => row(
+            &TimelineKey {
+                item_key: &item_key,
+                day,
+            },
+            &delta,
         ),
-        Contribution::Backlink { key, record } => (
-            Table::Backlinks,
-            key.to_vec(),
-            record.expect("bulk builds only add records"),
-        ),
-        Contribution::Expiry { key, .. } => (Table::Expiry, key.to_vec(), Vec::new()),
+        Contribution::Backlink { key, record } => {
+            let record = record.expect("bulk builds only add records");
+            (BacklinkKey::TABLE, key.encode(), record.into_bytes())
+        }
+        Contribution::Expiry { key, .. } => row(&key, &Empty),
     }
-}
-
-/// Length of the `item_key` that starts an aggregate or distinct key: `hash (8) | level |
-/// name | 0x00`, names holding no NUL.
-fn item_key_len(key: &[u8], cf: &'static str) -> Result<usize> {
-    key.get(9..)
-        .and_then(|rest| rest.iter().position(|&b| b == 0))
-        .map(|p| 9 + p + 1)
-        .ok_or_else(|| Error::corrupt(cf, "key does not start with an item key"))
 }
 
 /// The values of one group, read one at a time: a group can hold more values than fit
@@ -392,11 +391,9 @@ impl Reducer {
     /// its record for each level of the target URL the key's item hash stands for (two
     /// levels share one row when their hashes are equal, as with forced collisions).
     fn backlink_views(&mut self, key: &[u8], record: &[u8], emit: &mut Emit<'_>) -> Result<()> {
-        let item_hash = key
-            .get(1..9)
-            .map(|h| u64::from_be_bytes(h.try_into().expect("8 bytes")))
-            .ok_or_else(|| Error::corrupt(Table::Backlinks.cf_name(), "short key"))?;
-        let rec = LinkRecord::decode(record)?;
+        let key = BacklinkKey::parse(key)?;
+        let item_hash = key.item_hash;
+        let rec = key.decode_value(record)?.decode()?;
         let items = Item::levels_of_url(&rec.target_url)
             .into_iter()
             .filter(|item| self.hasher.hash(item.level, &item.name) == item_hash);
@@ -417,7 +414,6 @@ impl Reducer {
         values: &mut dyn Values,
         emit: &mut Emit<'_>,
     ) -> Result<()> {
-        let cf = table.cf_name();
         match table {
             Table::Backlinks => {
                 // One row per key, as below; its record feeds the target's views.
@@ -439,121 +435,103 @@ impl Reducer {
                 }
             }
             Table::Distinct => {
-                let n = sum_counts(values, cf)?;
+                let key = DistinctKey::parse(key)?;
+                let n = sum_counts(&key, values)?;
                 if n <= 0 {
                     return Ok(());
                 }
-                emit(table, key.to_vec(), count(n));
-                let at = item_key_len(key, cf)?;
-                let item_key = &key[..at];
-                let kind = key
-                    .get(at)
-                    .and_then(|&b| DistinctKind::from_u8(b))
-                    .ok_or_else(|| Error::corrupt(cf, "unknown distinct kind"))?;
-                match distinct_feed(kind, 1) {
+                emit_row(emit, &key, &Count(n));
+                match distinct_feed(key.kind, 1) {
                     DistinctFeed::Counters(delta) => {
-                        emit(Table::Counters, item_key.to_vec(), delta.encode())
+                        emit_row(emit, &CountersKey(key.item_key), &delta)
                     }
                     DistinctFeed::Nothing => {}
                     DistinctFeed::AnchorRefDomains => {
-                        let member = std::str::from_utf8(&key[at + 1..key.len() - 1])
-                            .map_err(|_| Error::corrupt(cf, "member is not UTF-8"))?;
-                        let text = anchor_of_member(member);
+                        let text = anchor_of_member(key.member);
                         let row = AnchorText {
                             text: text.to_string(),
                             ref_domains: 1,
                             ..Default::default()
                         };
-                        emit(Table::Anchors, member_key(item_key, text), row.encode());
+                        let key = AnchorKey {
+                            item_key: key.item_key,
+                            text,
+                        };
+                        emit_row(emit, &key, &row);
                     }
                 }
             }
             Table::RefDomains => {
-                let at = item_key_len(key, cf)?;
-                let domain = member_of_key(key, at, 0, cf)?;
+                let key = RefDomainKey::parse(key)?;
                 let mut acc: Option<RefDomain> = None;
                 while let Some(v) = values.next_value() {
-                    fold_ref_domain(&mut acc, RefDomain::decode(domain, v)?);
+                    fold_ref_domain(&mut acc, key.decode_value(v)?);
                 }
                 let Some(row) = acc.filter(|r| r.links > 0) else {
                     return Ok(());
                 };
-                let item_key = &key[..at];
                 let live = i64::from(row.live_links() > 0);
                 let delta = ref_domain_counters(&row.domain, 1, live);
-                emit(Table::Counters, item_key.to_vec(), delta.encode());
-                let ranked = ranked_key(item_key, &row.rank(), &row.domain);
-                emit_with_ranked(
-                    emit,
-                    table,
-                    key,
-                    Table::RefDomainsRanked,
-                    ranked,
-                    row.encode(),
-                );
+                emit_row(emit, &CountersKey(key.item_key), &delta);
+                let ranked = RankedRefDomainKey {
+                    item_key: key.item_key,
+                    row: &row,
+                };
+                emit_row(emit, &ranked, &row);
+                emit_row(emit, &key, &row);
             }
             Table::Anchors => {
-                let at = item_key_len(key, cf)?;
-                let text = member_of_key(key, at, 0, cf)?;
+                let key = AnchorKey::parse(key)?;
                 let mut acc: Option<AnchorText> = None;
                 while let Some(v) = values.next_value() {
-                    fold_anchor(&mut acc, AnchorText::decode(text, v)?);
+                    fold_anchor(&mut acc, key.decode_value(v)?);
                 }
                 let Some(row) = acc.filter(|r| r.links > 0) else {
                     return Ok(());
                 };
-                let item_key = &key[..at];
-                let ranked = ranked_key(item_key, &row.rank(), &row.text);
-                emit_with_ranked(emit, table, key, Table::AnchorsRanked, ranked, row.encode());
+                let ranked = RankedAnchorKey {
+                    item_key: key.item_key,
+                    row: &row,
+                };
+                emit_row(emit, &ranked, &row);
+                emit_row(emit, &key, &row);
             }
             Table::Urls => {
-                let n = sum_counts(values, cf)?;
+                let key = UrlRefKey::parse(key)?;
+                let n = sum_counts(&key, values)?;
                 if n <= 0 {
                     return Ok(());
                 }
-                emit(table, key.to_vec(), count(n));
-                let url = url_of_key(key)?;
+                emit_row(emit, &key, &Count(n));
                 let delta = Counters {
                     indexed_urls: 1,
                     ..Default::default()
-                }
-                .encode();
-                for item_key in item_keys_of_url(&self.hasher, &url) {
-                    emit(Table::Counters, item_key, delta.clone());
+                };
+                for item_key in item_keys_of_url(&self.hasher, key.0) {
+                    emit_row(emit, &CountersKey(&item_key), &delta);
                 }
             }
             Table::Timeline => {
+                let key = TimelineKey::parse(key)?;
                 let mut acc = TimelineDelta::default();
                 while let Some(v) = values.next_value() {
-                    fold_timeline(&mut acc, TimelineDelta::decode(v)?);
+                    fold_timeline(&mut acc, key.decode_value(v)?);
                 }
                 if acc.found != 0 || acc.lost != 0 {
-                    emit(table, key.to_vec(), acc.encode());
+                    emit_row(emit, &key, &acc);
                 }
             }
             Table::Counters => {
+                let key = CountersKey(key);
                 let mut acc = Counters::default();
                 while let Some(v) = values.next_value() {
-                    accumulate(&mut acc, &Counters::decode(v)?);
+                    accumulate(&mut acc, &key.decode_value(v)?);
                 }
-                emit(table, key.to_vec(), acc.encode());
+                emit_row(emit, &key, &acc);
             }
         }
         Ok(())
     }
-}
-
-/// Emits an aggregate row and its ranked copy (same value, rank-ordered key).
-fn emit_with_ranked(
-    emit: &mut Emit<'_>,
-    table: Table,
-    key: &[u8],
-    ranked_table: Table,
-    ranked_key: Vec<u8>,
-    value: Vec<u8>,
-) {
-    emit(ranked_table, ranked_key, value.clone());
-    emit(table, key.to_vec(), value);
 }
 
 fn fold_ref_domain(acc: &mut Option<RefDomain>, d: RefDomain) {
@@ -599,7 +577,7 @@ pub fn combine(table: Table, a: &[u8], b: &[u8]) -> Result<Option<Vec<u8>>> {
         | Table::AnchorsRanked
         | Table::Expiry => return Ok(None),
         Table::Distinct | Table::Urls => {
-            count(Reader::new(a, cf).ivarint()? + Reader::new(b, cf).ivarint()?)
+            Count(Count::decode(a, cf)?.0 + Count::decode(b, cf)?.0).encode()
         }
         Table::Counters => {
             let mut acc = Counters::decode(a)?;
@@ -625,10 +603,11 @@ pub fn combine(table: Table, a: &[u8], b: &[u8]) -> Result<Option<Vec<u8>>> {
     }))
 }
 
-fn sum_counts(values: &mut dyn Values, cf: &'static str) -> Result<i64> {
+/// The sum of a group's counts.
+fn sum_counts<K: TableKey<Value = Count>>(key: &K, values: &mut dyn Values) -> Result<i64> {
     let mut n = 0i64;
     while let Some(v) = values.next_value() {
-        n += Reader::new(v, cf).ivarint()?;
+        n += key.decode_value(v)?.0;
     }
     Ok(n)
 }

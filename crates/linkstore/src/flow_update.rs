@@ -14,16 +14,15 @@ use crate::build::{Table, TableFileWriter};
 use crate::error::Result;
 use crate::item::Item;
 use crate::item::{host_of, root_domain, Level};
-use crate::keys::{backlink_key, metrics_key, top_page_key};
 use crate::metrics::ItemMetrics;
-use crate::record::{FlowPair, LinkRecord, SOURCE_TOPICS, TARGET_TOPICS};
+use crate::record::{FlowPair, SOURCE_TOPICS, TARGET_TOPICS};
 use crate::store::{prefix_successor, Store, CF_BACKLINKS, CF_META, CF_METRICS, CF_TOP_PAGES};
+use crate::table::{
+    put_row, BacklinkKey, EncodedRecord, MetricsKey, TableKey, TopPage, TopPageKey,
+};
 use rocksdb::{WriteBatch, WriteOptions};
 use std::path::{Path, PathBuf};
 use std::sync::MutexGuard;
-
-/// Version byte of a `top_pages` value (then the URL).
-pub(crate) const TOP_PAGE_VERSION: u8 = 1;
 
 /// The column families whose rows are keyed by flow generation.
 const GENERATION_CFS: [&str; 3] = [CF_BACKLINKS, CF_METRICS, CF_TOP_PAGES];
@@ -199,9 +198,12 @@ impl FlowUpdate<'_> {
 
     /// Stores an item's metrics in the next generation.
     pub fn put_metrics(&mut self, item: &Item, m: &ItemMetrics) -> Result<()> {
-        let key = metrics_key(self.next, &self.store.hasher.item_key(item));
-        self.batch
-            .put_cf(self.store.cf(CF_METRICS), key, m.encode());
+        let item_key = self.store.hasher.item_key(item);
+        let key = MetricsKey {
+            generation: self.next,
+            item_key: &item_key,
+        };
+        put_row(self.store, &mut self.batch, &key, m);
         self.metrics_rows += 1;
         self.maybe_commit()
     }
@@ -213,26 +215,28 @@ impl FlowUpdate<'_> {
             (Level::SubDomain, host),
             (Level::RootDomain, root_domain(host).unwrap_or(host)),
         ];
-        let mut value = Vec::with_capacity(url.len() + 1);
-        value.push(TOP_PAGE_VERSION);
-        value.extend_from_slice(url.as_bytes());
+        let value = TopPage(url.to_string());
         for (level, name) in sites {
-            let site = self.store.hasher.hash(level, name);
-            let key = top_page_key(self.next, site, flow, url);
-            self.batch.put_cf(self.store.cf(CF_TOP_PAGES), key, &value);
+            let key = TopPageKey {
+                generation: self.next,
+                site_hash: self.store.hasher.hash(level, name),
+                flow,
+                url,
+            };
+            put_row(self.store, &mut self.batch, &key, &value);
             self.maybe_commit()?;
         }
         Ok(())
     }
 
-    /// Adds a re-keyed row of item `item_hash` (rows arrive in item order).
+    /// Adds a re-keyed row (rows arrive in item order).
     fn put_backlink(
         &mut self,
         files: &mut BacklinkFiles,
-        item_hash: u64,
-        key: [u8; 26],
-        value: Vec<u8>,
+        key: BacklinkKey,
+        record: EncodedRecord,
     ) -> Result<()> {
+        let (item_hash, key, value) = (key.item_hash, key.bytes(), record.into_bytes());
         if files.item != Some(item_hash) {
             files.write_item()?;
             files.item = Some(item_hash);
@@ -282,7 +286,8 @@ impl FlowUpdate<'_> {
         let mut it = s.db.raw_iterator_cf_opt(s.cf(CF_BACKLINKS), opts);
         it.seek(prefix);
         while let (Some(k), Some(v)) = (it.key(), it.value()) {
-            let mut rec = LinkRecord::decode(v)?;
+            let key = BacklinkKey::parse(k)?;
+            let mut rec = key.decode_value(v)?.decode()?;
             let (source_flow, source_topics) = flow_of(&rec.source_url);
             let (target_flow, mut target_topics) = flow_of(&rec.target_url);
             rec.source_flow = source_flow;
@@ -291,10 +296,12 @@ impl FlowUpdate<'_> {
             target_topics.truncate(TARGET_TOPICS);
             rec.target_flow = target_flow;
             rec.target_topics = target_topics;
-            let item_hash = u64::from_be_bytes(k[1..9].try_into().expect("26-byte key"));
-            let link: [u8; 16] = k[10..26].try_into().expect("26-byte key");
-            let key = backlink_key(self.next, item_hash, rec.source_flow.trust_flow, &link);
-            self.put_backlink(&mut files, item_hash, key, rec.encode())?;
+            let key = BacklinkKey {
+                generation: self.next,
+                source_trust_flow: rec.source_flow.trust_flow,
+                ..key
+            };
+            self.put_backlink(&mut files, key, EncodedRecord::of(&rec))?;
             report.backlink_rows += 1;
             if report.backlink_rows.is_multiple_of(100_000) {
                 progress(report.backlink_rows);

@@ -147,14 +147,6 @@ pub fn url_key(url: &str) -> Vec<u8> {
     k
 }
 
-/// The URL of a `pages` or `urls` key.
-pub fn url_of_key(key: &[u8]) -> crate::Result<String> {
-    key.get(8..)
-        .and_then(|u| std::str::from_utf8(u).ok())
-        .map(str::to_string)
-        .ok_or_else(|| crate::Error::corrupt("pages", "key is not url_hash | UTF-8 URL"))
-}
-
 /// Appends a member name (a domain, an anchor text) to an item key, 0-terminated.
 pub fn member_key(item_key: &[u8], member: &str) -> Vec<u8> {
     let mut k = Vec::with_capacity(item_key.len() + member.len() + 1);

@@ -19,6 +19,7 @@ mod read_view;
 mod record;
 mod ref_domain_query;
 mod store;
+mod table;
 mod topic;
 mod views;
 pub use views::ip_member;

@@ -2,7 +2,6 @@
 
 use crate::aggregate::{AnchorText, Counters, RefDomain, TimelineDelta};
 use crate::error::{Error, Result};
-use crate::flow_update::TOP_PAGE_VERSION;
 use crate::item::{host_of, root_domain, Item};
 use crate::keys::{
     generation_item_prefix, member_of_key, metrics_key, top_page_flow, url_key, DistinctKind,
@@ -325,11 +324,7 @@ impl ReadView {
         it.seek(lower);
         let (mut pages, mut seen) = (Vec::new(), 0usize);
         while let (Some(key), Some(value)) = (it.key(), it.value()) {
-            let url = match value.split_first() {
-                Some((&TOP_PAGE_VERSION, url)) => std::str::from_utf8(url)
-                    .map_err(|_| Error::corrupt(CF_TOP_PAGES, "URL is not UTF-8"))?,
-                _ => return Err(Error::corrupt(CF_TOP_PAGES, "unknown value version")),
-            };
+            let url = crate::table::TopPage::url_of(value)?;
             if site.contains_url(url) {
                 if seen >= from && pages.len() < count {
                     pages.push(TopPage {

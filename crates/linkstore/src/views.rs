@@ -8,8 +8,9 @@
 
 use crate::aggregate::{Counters, TimelineDelta};
 use crate::item::{host_of, root_domain, Item};
-use crate::keys::{backlink_key, expiry_link_key, link_key, DistinctKind, ItemHasher};
+use crate::keys::{link_key, DistinctKind, ItemHasher};
 use crate::record::{LinkKind, LinkRecord};
+use crate::table::{BacklinkKey, EncodedRecord, ExpiryLinkKey};
 use std::net::IpAddr;
 
 /// A change to one row of one view, caused by adding (`sign` = 1) or removing (`sign` =
@@ -53,12 +54,12 @@ pub(crate) enum Contribution {
     },
     /// A backlink row: written on additions, deleted on removals.
     Backlink {
-        key: [u8; 26],
-        record: Option<Vec<u8>>,
+        key: BacklinkKey,
+        record: Option<EncodedRecord>,
     },
     /// A deleted link's `expiry` row (the day it leaves the fresh window): written on
     /// additions, deleted on removals.
-    Expiry { key: [u8; 21], sign: i64 },
+    Expiry { key: ExpiryLinkKey, sign: i64 },
 }
 
 /// Every contribution of `rec` with `sign`, in a fixed order: the link's own rows
@@ -97,7 +98,7 @@ pub(crate) fn link_contributions(
         let day = min_nonzero(rec.last_seen, rec.date_lost);
         let link = link_key(&rec.source_url, &rec.target_url);
         out.push(Contribution::Expiry {
-            key: expiry_link_key(day, &link),
+            key: ExpiryLinkKey { day, link },
             sign,
         });
     } else {
@@ -153,11 +154,15 @@ pub(crate) fn link_contributions(
         delta: backlink_counters(rec, sign),
     });
     let link = link_key(&rec.source_url, &rec.target_url);
-    let encoded = (sign > 0).then(|| rec.encode());
+    let encoded = (sign > 0).then(|| EncodedRecord::of(rec));
     for item in Item::levels_of_url(&rec.target_url) {
-        let hash = hasher.hash(item.level, &item.name);
         out.push(Contribution::Backlink {
-            key: backlink_key(generation, hash, rec.source_flow.trust_flow, &link),
+            key: BacklinkKey {
+                generation,
+                item_hash: hasher.hash(item.level, &item.name),
+                source_trust_flow: rec.source_flow.trust_flow,
+                link,
+            },
             record: encoded.clone(),
         });
     }

@@ -19,13 +19,15 @@ use crate::crawl::{
 };
 use crate::error::Result;
 use crate::item::Item;
-use crate::keys::{
-    backlink_key, distinct_key, expiry_page_key, link_key, member_key, member_of_key, ranked_key,
-    timeline_key, url_key, url_of_key, DistinctKind, EXPIRY_LINK, EXPIRY_PAGE,
-};
+use crate::keys::{link_key, member_of_key, DistinctKind, EXPIRY_LINK, EXPIRY_PAGE};
 use crate::page::{day_of, PageCrawl, PageState};
 use crate::record::{FlowPair, LinkRecord};
 use crate::store::*;
+use crate::table::{
+    AnchorKey, BacklinkKey, BuiltKey, Count, CountersKey, DistinctKey, Empty, EncodedRecord,
+    ExpiryLinkKey, ExpiryPageKey, LinkKey, MergedKey, PageKey, RankedAnchorKey, RankedRefDomainKey,
+    RefDomainKey, TableKey, TimelineKey, UrlRefKey,
+};
 use crate::views::{
     anchor_of_member, contributions, distinct_feed, domain_of_url, min_nonzero,
     ref_domain_counters, Contribution, DistinctFeed,
@@ -66,16 +68,16 @@ impl SortedBatch {
         self.ops.push((table, key, op));
     }
 
-    fn put(&mut self, table: Table, key: impl Into<Vec<u8>>, value: impl Into<Vec<u8>>) {
-        self.push(table, key.into(), Op::Put(value.into()));
+    fn put<K: BuiltKey>(&mut self, key: &K, value: &K::Value) {
+        self.push(K::TABLE, key.encode(), Op::Put(K::encode_value(value)));
     }
 
-    fn delete(&mut self, table: Table, key: impl Into<Vec<u8>>) {
-        self.push(table, key.into(), Op::Delete);
+    fn delete<K: BuiltKey>(&mut self, key: &K) {
+        self.push(K::TABLE, key.encode(), Op::Delete);
     }
 
-    fn merge(&mut self, table: Table, key: Vec<u8>, operand: Vec<u8>) {
-        self.push(table, key, Op::Merge(operand));
+    fn merge<K: MergedKey>(&mut self, key: &K, operand: &K::Value) {
+        self.push(K::TABLE, key.encode(), Op::Merge(K::encode_value(operand)));
     }
 
     /// Sorts by table and key (later writes of a key staying later) and keeps only the
@@ -203,10 +205,13 @@ struct BatchRows {
     /// Whole link sets of the pages the batch touched, by source URL then target URL.
     links: HashMap<String, BTreeMap<String, LinkRecord>>,
     dirty_links: HashSet<(String, String)>,
+    /// By item key.
     counters: HashMap<Vec<u8>, Counters>,
-    timeline: HashMap<Vec<u8>, TimelineDelta>,
+    /// By item key and day.
+    timeline: HashMap<(Vec<u8>, u32), TimelineDelta>,
     refdomains: HashMap<Vec<u8>, Tracked<RefDomain>>,
     anchors: HashMap<Vec<u8>, Tracked<AnchorText>>,
+    /// By encoded `distinct` key.
     distinct: HashMap<Vec<u8>, i64>,
     /// Reference counts of the URLs touched (see `Writer::ref_url`).
     url_refs: HashMap<String, i64>,
@@ -308,14 +313,16 @@ impl<'a> Writer<'a> {
         );
         if before != Some(after) {
             if let Some(day) = before {
-                self.batch
-                    .delete(Table::Expiry, expiry_page_key(day, &crawl.url));
+                self.batch.delete(&ExpiryPageKey {
+                    day,
+                    url: &crawl.url,
+                });
             }
-            self.batch.put(
-                Table::Expiry,
-                expiry_page_key(after, &crawl.url),
-                Vec::new(),
-            );
+            let key = ExpiryPageKey {
+                day: after,
+                url: &crawl.url,
+            };
+            self.batch.put(&key, &Empty);
         }
         self.rows.pages.insert(crawl.url.clone(), state);
         Ok(stats)
@@ -392,7 +399,7 @@ impl<'a> Writer<'a> {
             return Ok(());
         }
         let link = link_key(&rec.source_url, &rec.target_url);
-        let encoded = rec.encode();
+        let encoded = EncodedRecord::of(rec);
         let delta = Counters {
             last_link_day: i64::from(rec.last_seen),
             ..Default::default()
@@ -403,8 +410,12 @@ impl<'a> Writer<'a> {
         // In line with other contributions: a backlink row's writes keep their order, and
         // the referring-domain row is read with the others.
         for item in Item::levels_of_url(&rec.target_url) {
-            let hash = self.store.hasher.hash(item.level, &item.name);
-            let key = backlink_key(self.generation, hash, rec.source_flow.trust_flow, &link);
+            let key = BacklinkKey {
+                generation: self.generation,
+                item_hash: self.store.hasher.hash(item.level, &item.name),
+                source_trust_flow: rec.source_flow.trust_flow,
+                link,
+            };
             self.pending.push(Contribution::Backlink {
                 key,
                 record: Some(encoded.clone()),
@@ -473,17 +484,22 @@ impl<'a> Writer<'a> {
                     member,
                     ..
                 } => {
-                    let key = distinct_key(item_key, *kind, member);
+                    let typed = DistinctKey {
+                        item_key,
+                        kind: *kind,
+                        member,
+                    };
+                    let key = typed.encode();
                     if !self.rows.distinct.contains_key(&key) {
                         match self.in_flight_rows().and_then(|c| c.distinct.get(&key)) {
                             Some(&n) => {
                                 self.rows.distinct.insert(key, n.max(0));
                             }
-                            None => distinct.push(key),
+                            None => distinct.push((key, typed)),
                         }
                     }
                     if *kind == DistinctKind::AnchorDomain {
-                        let key = member_key(item_key, anchor_of_member(member));
+                        let key = AnchorText::key(item_key, anchor_of_member(member)).encode();
                         if !self.rows.anchors.contains_key(&key) {
                             anchors.push((key, item_key.len()));
                         }
@@ -492,13 +508,13 @@ impl<'a> Writer<'a> {
                 Contribution::RefDomain {
                     item_key, domain, ..
                 } => {
-                    let key = member_key(item_key, domain);
+                    let key = RefDomain::key(item_key, domain).encode();
                     if !self.rows.refdomains.contains_key(&key) {
                         refdomains.push((key, item_key.len()));
                     }
                 }
                 Contribution::Anchor { item_key, text, .. } => {
-                    let key = member_key(item_key, text);
+                    let key = AnchorText::key(item_key, text).encode();
                     if !self.rows.anchors.contains_key(&key) {
                         anchors.push((key, item_key.len()));
                     }
@@ -510,15 +526,12 @@ impl<'a> Writer<'a> {
             take_written::<RefDomain>(&mut self.rows.refdomains, &c.refdomains, &mut refdomains)?;
             take_written::<AnchorText>(&mut self.rows.anchors, &c.anchors, &mut anchors)?;
         }
-        distinct.sort_unstable();
-        distinct.dedup();
-        let values = multi_get(self.store, CF_DISTINCT, distinct.iter())?;
-        for (key, value) in distinct.into_iter().zip(values) {
-            let n = match value {
-                Some(v) => crate::codec::Reader::new(&v, CF_DISTINCT).ivarint()?,
-                None => 0,
-            };
-            self.rows.distinct.insert(key, n);
+        distinct.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        distinct.dedup_by(|a, b| a.0 == b.0);
+        let values = multi_get(self.store, DistinctKey::CF, distinct.iter().map(|(k, _)| k))?;
+        for ((key, typed), value) in distinct.into_iter().zip(values) {
+            let n = value.map(|v| typed.decode_value(&v)).transpose()?;
+            self.rows.distinct.insert(key, n.unwrap_or_default().0);
         }
         prefetch_tracked(&mut self.rows.refdomains, self.store, refdomains)?;
         prefetch_tracked(&mut self.rows.anchors, self.store, anchors)
@@ -588,14 +601,14 @@ impl<'a> Writer<'a> {
                 delta,
             } => self.add_timeline(&item_key, day, delta),
             Contribution::Backlink { key, record } => match record {
-                Some(v) => self.batch.put(Table::Backlinks, key, v),
-                None => self.batch.delete(Table::Backlinks, key),
+                Some(record) => self.batch.put(&key, &record),
+                None => self.batch.delete(&key),
             },
             Contribution::Expiry { key, sign } => {
                 if sign > 0 {
-                    self.batch.put(Table::Expiry, key, Vec::new());
+                    self.batch.put(&key, &Empty);
                 } else {
-                    self.batch.delete(Table::Expiry, key);
+                    self.batch.delete(&key);
                 }
             }
         }
@@ -615,7 +628,7 @@ impl<'a> Writer<'a> {
     /// The row of `member` for an item: as this batch holds it, else as the batch in
     /// flight will write it, else from the store, else empty.
     fn member_row<T: MemberRow>(&mut self, item_key: &[u8], member: &str) -> Result<&mut T> {
-        let key = member_key(item_key, member);
+        let key = T::key(item_key, member).encode();
         // Rows are prefetched before contributions apply: this is the rare miss.
         let in_flight = self.in_flight.as_ref().map(|f| Arc::clone(&f.rows));
         if let Some(c) = in_flight.filter(|_| !T::rows(&self.rows).contains_key(&key)) {
@@ -629,7 +642,7 @@ impl<'a> Writer<'a> {
         let e = self
             .rows
             .timeline
-            .entry(timeline_key(item_key, day))
+            .entry((item_key.to_vec(), day))
             .or_default();
         e.found += d.found;
         e.lost += d.lost;
@@ -661,14 +674,7 @@ impl<'a> Writer<'a> {
         };
         let before = match self.rows.url_refs.get(url).copied().or_else(written) {
             Some(n) => n,
-            None => match self
-                .store
-                .db
-                .get_pinned_cf(self.store.cf(CF_URLS), url_key(url))?
-            {
-                Some(v) => crate::codec::Reader::new(&v, "urls").ivarint()?,
-                None => 0,
-            },
+            None => self.store.row(&UrlRefKey(url))?.unwrap_or_default().0,
         };
         let after = before + sign;
         self.rows.url_refs.insert(url.to_string(), after);
@@ -692,18 +698,16 @@ impl<'a> Writer<'a> {
     pub fn expire_before(&mut self, cutoff: u32) -> Result<ExpireStats> {
         self.commit()?;
         let mut stats = ExpireStats::default();
-        let mut old_pages: Vec<(Vec<u8>, String)> = Vec::new();
+        // Pages by their last fetch day.
+        let mut old_pages: Vec<(u32, String)> = Vec::new();
         self.scan_expiry(EXPIRY_PAGE, cutoff, &mut |key| {
-            old_pages.push((key.to_vec(), url_of_key(&key[5..])?));
+            let page = ExpiryPageKey::parse(key)?;
+            old_pages.push((page.day, page.url.to_string()));
             Ok(())
         })?;
         let mut old_links: Vec<[u8; 16]> = Vec::new();
         self.scan_expiry(EXPIRY_LINK, cutoff, &mut |key| {
-            old_links.push(
-                key[5..].try_into().map_err(|_| {
-                    crate::Error::corrupt(CF_EXPIRY, "link row key is not 21 bytes")
-                })?,
-            );
+            old_links.push(ExpiryLinkKey::parse(key)?.link);
             Ok(())
         })?;
         // Every expired record once (a deleted link of an expired page is in both).
@@ -732,15 +736,17 @@ impl<'a> Writer<'a> {
                 rec.source_flow = self.url_metrics(&rec.source_url)?.flow;
                 self.contribute(rec, -1)?;
                 self.ref_url(&rec.target_url, -1)?;
-                self.batch
-                    .delete(Table::Links, link_key(&rec.source_url, &rec.target_url));
+                self.batch.delete(&LinkKey {
+                    source: &rec.source_url,
+                    target: &rec.target_url,
+                });
                 stats.links += 1;
             }
             self.commit()?;
         }
-        for (expiry_key, url) in &old_pages {
-            self.batch.delete(Table::Pages, url_key(url));
-            self.batch.delete(Table::Expiry, expiry_key.clone());
+        for (day, url) in &old_pages {
+            self.batch.delete(&PageKey(url));
+            self.batch.delete(&ExpiryPageKey { day: *day, url });
             let delta = Counters {
                 crawled_urls: -1,
                 ..Default::default()
@@ -812,21 +818,19 @@ impl<'a> Writer<'a> {
         member: &str,
         sign: i64,
     ) -> Result<i64> {
-        let key = distinct_key(item_key, kind, member);
+        let typed = DistinctKey {
+            item_key,
+            kind,
+            member,
+        };
+        let key = typed.encode();
         let written = || {
             let c = self.in_flight_rows()?;
             c.distinct.get(&key).map(|&n| n.max(0))
         };
         let before = match self.rows.distinct.get(&key).copied().or_else(written) {
             Some(n) => n,
-            None => match self
-                .store
-                .db
-                .get_pinned_cf(self.store.cf(CF_DISTINCT), &key)?
-            {
-                Some(v) => crate::codec::Reader::new(&v, "distinct").ivarint()?,
-                None => 0,
-            },
+            None => self.store.row(&typed)?.unwrap_or_default().0,
         };
         let after = before + sign;
         self.rows.distinct.insert(key, after);
@@ -886,36 +890,37 @@ impl BatchRows {
     /// Writes the rows, with `batch`'s row writes, in one atomic write batch.
     fn write(&self, mut batch: SortedBatch, db: &rocksdb::DB) -> Result<()> {
         for (url, state) in &self.pages {
-            batch.put(Table::Pages, url_key(url), state.encode());
+            batch.put(&PageKey(url), state);
         }
         for (source, target) in &self.dirty_links {
             let rec = &self.links[source][target];
-            batch.put(Table::Links, link_key(source, target), rec.encode());
+            batch.put(&LinkKey { source, target }, rec);
         }
-        for (key, delta) in &self.counters {
-            batch.merge(Table::Counters, key.clone(), delta.encode());
+        for (item_key, delta) in &self.counters {
+            batch.merge(&CountersKey(item_key), delta);
         }
-        for (key, delta) in &self.timeline {
-            batch.merge(Table::Timeline, key.clone(), delta.encode());
+        for ((item_key, day), delta) in &self.timeline {
+            let key = TimelineKey {
+                item_key,
+                day: *day,
+            };
+            batch.merge(&key, delta);
         }
         for (key, &n) in &self.distinct {
+            let key = DistinctKey::parse(key)?;
             if n > 0 {
-                let mut v = Vec::with_capacity(4);
-                crate::codec::put_ivarint(&mut v, n);
-                batch.put(Table::Distinct, key.clone(), v);
+                batch.put(&key, &Count(n));
             } else {
-                batch.delete(Table::Distinct, key.clone());
+                batch.delete(&key);
             }
         }
         write_ranked(&mut batch, &self.refdomains);
         write_ranked(&mut batch, &self.anchors);
         for (url, &n) in &self.url_refs {
             if n > 0 {
-                let mut v = Vec::with_capacity(4);
-                crate::codec::put_ivarint(&mut v, n);
-                batch.put(Table::Urls, url_key(url), v);
+                batch.put(&UrlRefKey(url), &Count(n));
             } else {
-                batch.delete(Table::Urls, url_key(url));
+                batch.delete(&UrlRefKey(url));
             }
         }
         // No WAL: a batch either reaches an (atomically flushed) memtable whole or is
@@ -929,24 +934,24 @@ impl BatchRows {
 
 /// A referring-domain or anchor-text row as the writer tracks it: kept in its table
 /// under `item_key | member | 0`, with a ranked copy ordered by its counts.
-trait MemberRow: Clone + PartialEq {
-    const TABLE: Table;
-    const RANKED: Table;
+trait MemberRow: Clone + PartialEq + 'static {
+    type Key<'a>: BuiltKey<Value = Self>;
+    type RankedKey<'a>: BuiltKey<Value = Self>;
     /// This batch's rows of the table.
     fn rows(b: &BatchRows) -> &HashMap<Vec<u8>, Tracked<Self>>;
     fn rows_mut(b: &mut BatchRows) -> &mut HashMap<Vec<u8>, Tracked<Self>>;
     /// A row not in the store yet.
     fn empty(member: &str) -> Self;
-    fn decode(member: &str, value: &[u8]) -> Result<Self>;
-    fn encode(&self) -> Vec<u8>;
+    fn key<'a>(item_key: &'a [u8], member: &'a str) -> Self::Key<'a>;
+    fn member(&self) -> &str;
+    fn ranked_key<'a>(&'a self, item_key: &'a [u8]) -> Self::RankedKey<'a>;
     /// Whether the row counts a link; at zero it and its ranked copy are removed.
     fn is_kept(&self) -> bool;
-    fn ranked_key(&self, item_key: &[u8]) -> Vec<u8>;
 }
 
 impl MemberRow for RefDomain {
-    const TABLE: Table = Table::RefDomains;
-    const RANKED: Table = Table::RefDomainsRanked;
+    type Key<'a> = RefDomainKey<'a>;
+    type RankedKey<'a> = RankedRefDomainKey<'a>;
     fn rows(b: &BatchRows) -> &HashMap<Vec<u8>, Tracked<Self>> {
         &b.refdomains
     }
@@ -959,23 +964,26 @@ impl MemberRow for RefDomain {
             ..Default::default()
         }
     }
-    fn decode(domain: &str, value: &[u8]) -> Result<Self> {
-        RefDomain::decode(domain, value)
+    fn key<'a>(item_key: &'a [u8], domain: &'a str) -> RefDomainKey<'a> {
+        RefDomainKey { item_key, domain }
     }
-    fn encode(&self) -> Vec<u8> {
-        RefDomain::encode(self)
+    fn member(&self) -> &str {
+        &self.domain
+    }
+    fn ranked_key<'a>(&'a self, item_key: &'a [u8]) -> RankedRefDomainKey<'a> {
+        RankedRefDomainKey {
+            item_key,
+            row: self,
+        }
     }
     fn is_kept(&self) -> bool {
         self.links > 0
     }
-    fn ranked_key(&self, item_key: &[u8]) -> Vec<u8> {
-        ranked_key(item_key, &self.rank(), &self.domain)
-    }
 }
 
 impl MemberRow for AnchorText {
-    const TABLE: Table = Table::Anchors;
-    const RANKED: Table = Table::AnchorsRanked;
+    type Key<'a> = AnchorKey<'a>;
+    type RankedKey<'a> = RankedAnchorKey<'a>;
     fn rows(b: &BatchRows) -> &HashMap<Vec<u8>, Tracked<Self>> {
         &b.anchors
     }
@@ -988,17 +996,20 @@ impl MemberRow for AnchorText {
             ..Default::default()
         }
     }
-    fn decode(text: &str, value: &[u8]) -> Result<Self> {
-        AnchorText::decode(text, value)
+    fn key<'a>(item_key: &'a [u8], text: &'a str) -> AnchorKey<'a> {
+        AnchorKey { item_key, text }
     }
-    fn encode(&self) -> Vec<u8> {
-        AnchorText::encode(self)
+    fn member(&self) -> &str {
+        &self.text
+    }
+    fn ranked_key<'a>(&'a self, item_key: &'a [u8]) -> RankedAnchorKey<'a> {
+        RankedAnchorKey {
+            item_key,
+            row: self,
+        }
     }
     fn is_kept(&self) -> bool {
         self.links > 0
-    }
-    fn ranked_key(&self, item_key: &[u8]) -> Vec<u8> {
-        ranked_key(item_key, &self.rank(), &self.text)
     }
 }
 
@@ -1014,13 +1025,8 @@ fn tracked<'m, T: MemberRow>(
     match rows.entry(key) {
         Entry::Occupied(e) => Ok(&mut e.into_mut().current),
         Entry::Vacant(e) => {
-            let cf = T::TABLE.cf_name();
-            let member = member_of_key(e.key(), item_key_len, 0, cf)?;
-            let original = store
-                .db
-                .get_pinned_cf(store.cf(cf), e.key())?
-                .map(|v| T::decode(member, &v))
-                .transpose()?;
+            let member = member_of_key(e.key(), item_key_len, 0, <T::Key<'_>>::CF)?;
+            let original = store.row(&T::key(&e.key()[..item_key_len], member))?;
             let row = loaded(member, item_key_len, original);
             Ok(&mut e.insert(row).current)
         }
@@ -1050,12 +1056,15 @@ fn prefetch_tracked<T: MemberRow>(
 ) -> Result<()> {
     wanted.sort_unstable();
     wanted.dedup_by(|a, b| a.0 == b.0);
-    let cf = T::TABLE.cf_name();
+    let cf = <T::Key<'_>>::CF;
     let values = multi_get(store, cf, wanted.iter().map(|(k, _)| k))?;
     for ((key, item_key_len), value) in wanted.into_iter().zip(values) {
-        let member = member_of_key(&key, item_key_len, 0, cf)?;
-        let original = value.map(|v| T::decode(member, &v)).transpose()?;
-        let row = loaded(member, item_key_len, original);
+        let row = {
+            let member = member_of_key(&key, item_key_len, 0, cf)?;
+            let typed = T::key(&key[..item_key_len], member);
+            let original = value.map(|v| typed.decode_value(&v)).transpose()?;
+            loaded(member, item_key_len, original)
+        };
         rows.insert(key, row);
     }
     Ok(())
@@ -1088,9 +1097,8 @@ fn take_written<T: MemberRow>(
         if rows.contains_key(&key) {
             continue;
         }
-        let member = member_of_key(&key, item_key_len, 0, T::TABLE.cf_name())?;
         let original = w.current.is_kept().then(|| w.current.clone());
-        let row = loaded(member, item_key_len, original);
+        let row = loaded(w.current.member(), item_key_len, original);
         rows.insert(key, row);
     }
     *wanted = left;
@@ -1107,19 +1115,19 @@ fn write_ranked<T: MemberRow>(batch: &mut SortedBatch, rows: &HashMap<Vec<u8>, T
             continue;
         }
         let item_key = &key[..t.item_key_len];
-        let ranked = t.current.is_kept().then(|| t.current.ranked_key(item_key));
-        if let Some(old) = t.original.as_ref().map(|o| o.ranked_key(item_key)) {
-            if ranked.as_ref() != Some(&old) {
-                batch.delete(T::RANKED, old);
+        let kept = t.current.is_kept();
+        if let Some(old) = &t.original {
+            let (old, new) = (old.ranked_key(item_key), t.current.ranked_key(item_key));
+            if !kept || old.encode() != new.encode() {
+                batch.delete(&old);
             }
         }
-        match ranked {
-            Some(ranked) => {
-                let value = t.current.encode();
-                batch.put(T::RANKED, ranked, value.clone());
-                batch.put(T::TABLE, key.clone(), value);
-            }
-            None => batch.delete(T::TABLE, key.clone()),
+        let row = T::key(item_key, t.current.member());
+        if kept {
+            batch.put(&t.current.ranked_key(item_key), &t.current);
+            batch.put(&row, &t.current);
+        } else {
+            batch.delete(&row);
         }
     }
 }
@@ -1181,7 +1189,7 @@ mod tests {
             (Table::Links, b"aa"),
         ];
         for (i, (table, key)) in writes.iter().enumerate() {
-            b.put(*table, key.to_vec(), vec![i as u8]);
+            b.push(*table, key.to_vec(), Op::Put(vec![i as u8]));
         }
         let got: Vec<(Table, &[u8], u8)> = b
             .order()
