@@ -3,18 +3,15 @@
 use crate::aggregate::{AnchorText, Counters, RefDomain, TimelineDelta};
 use crate::error::{Error, Result};
 use crate::item::{host_of, root_domain, Item};
-use crate::keys::{
-    generation_item_prefix, member_of_key, metrics_key, top_page_flow, url_key, DistinctKind,
-    ItemHasher,
-};
+use crate::keys::{generation_item_prefix, member_of_key, top_page_flow, DistinctKind, ItemHasher};
 use crate::metrics::ItemMetrics;
 use crate::page::PageState;
 use crate::record::{FlowPair, LinkRecord};
 use crate::store::{
-    cf_handle, prefix_successor, CF_ANCHORS, CF_ANCHORS_RANKED, CF_BACKLINKS, CF_COUNTERS,
-    CF_DISTINCT, CF_LINKS, CF_METRICS, CF_PAGES, CF_REFDOMAINS, CF_REFDOMAINS_RANKED, CF_TIMELINE,
-    CF_TOP_PAGES,
+    cf_handle, prefix_successor, CF_ANCHORS_RANKED, CF_BACKLINKS, CF_DISTINCT, CF_LINKS,
+    CF_REFDOMAINS_RANKED, CF_TIMELINE, CF_TOP_PAGES,
 };
+use crate::table::{AnchorKey, CountersKey, MetricsKey, PageKey, RefDomainKey, TableKey};
 use rocksdb::{ColumnFamily, Direction, IteratorMode, ReadOptions, DB};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -133,47 +130,57 @@ impl ReadView {
         self.generation
     }
 
+    /// The value of one row in this view.
+    fn row<K: TableKey>(&self, key: &K) -> Result<Option<K::Value>> {
+        self.db
+            .get_pinned_cf_opt(self.cf(K::CF), key.encode(), &self.opts())?
+            .map(|v| key.decode_value(&v))
+            .transpose()
+    }
+
+    /// The values of many rows of one table in one batched read, in the keys' order.
+    fn rows<K: TableKey>(&self, keys: &[K]) -> Result<Vec<Option<K::Value>>> {
+        let encoded: Vec<Vec<u8>> = keys.iter().map(TableKey::encode).collect();
+        self.db
+            .batched_multi_get_cf_opt(self.cf(K::CF), &encoded, false, &self.opts())
+            .into_iter()
+            .zip(keys)
+            .map(|(r, key)| r?.map(|v| key.decode_value(&v)).transpose())
+            .collect()
+    }
+
     /// Flow metrics of an item from the last flow build, `None` before any.
     pub fn metrics(&self, item: &Item) -> Result<Option<ItemMetrics>> {
-        let key = metrics_key(self.generation, &self.hasher.item_key(item));
-        self.db
-            .get_pinned_cf_opt(self.cf(CF_METRICS), key, &self.opts())?
-            .map(|v| ItemMetrics::decode(&v))
-            .transpose()
+        let item_key = self.hasher.item_key(item);
+        self.row(&MetricsKey {
+            generation: self.generation,
+            item_key: &item_key,
+        })
     }
 
     /// Metrics of many items in one batched read, in request order.
     pub fn metrics_many(&self, items: &[Item]) -> Result<Vec<Option<ItemMetrics>>> {
-        let g = self.generation;
-        let keys: Vec<Vec<u8>> = items
+        let item_keys: Vec<Vec<u8>> = items.iter().map(|i| self.hasher.item_key(i)).collect();
+        let keys: Vec<MetricsKey<'_>> = item_keys
             .iter()
-            .map(|i| metrics_key(g, &self.hasher.item_key(i)))
+            .map(|item_key| MetricsKey {
+                generation: self.generation,
+                item_key,
+            })
             .collect();
-        self.db
-            .batched_multi_get_cf_opt(self.cf(CF_METRICS), &keys, false, &self.opts())
-            .into_iter()
-            .map(|r| r?.map(|v| ItemMetrics::decode(&v)).transpose())
-            .collect()
+        self.rows(&keys)
     }
 
     /// Counters of an item, or `None` when the index knows nothing of it.
     pub fn counters(&self, item: &Item) -> Result<Option<Counters>> {
-        let key = self.hasher.item_key(item);
-        self.db
-            .get_pinned_cf_opt(self.cf(CF_COUNTERS), key, &self.opts())?
-            .map(|v| Counters::decode(&v))
-            .transpose()
+        self.row(&CountersKey(&self.hasher.item_key(item)))
     }
 
     /// Counters of many items in one batched read, in request order.
     pub fn counters_many(&self, items: &[Item]) -> Result<Vec<Option<Counters>>> {
-        let cf = self.cf(CF_COUNTERS);
-        let keys: Vec<Vec<u8>> = items.iter().map(|i| self.hasher.item_key(i)).collect();
-        self.db
-            .batched_multi_get_cf_opt(cf, &keys, false, &self.opts())
-            .into_iter()
-            .map(|r| r?.map(|v| Counters::decode(&v)).transpose())
-            .collect()
+        let item_keys: Vec<Vec<u8>> = items.iter().map(|i| self.hasher.item_key(i)).collect();
+        let keys: Vec<CountersKey<'_>> = item_keys.iter().map(|k| CountersKey(k)).collect();
+        self.rows(&keys)
     }
 
     /// Whole-index totals (links, pages crawled, URLs known, dates).
@@ -183,10 +190,7 @@ impl ReadView {
 
     /// State of a crawled page.
     pub fn page(&self, url: &str) -> Result<Option<PageState>> {
-        self.db
-            .get_pinned_cf_opt(self.cf(CF_PAGES), url_key(url), &self.opts())?
-            .map(|v| PageState::decode(&v))
-            .transpose()
+        self.row(&PageKey(url))
     }
 
     /// Backlinks of an item by SourceTrustFlow descending (deterministic tie-break), with
@@ -419,11 +423,11 @@ impl ReadView {
 
     /// One referring domain's aggregate for an item.
     pub fn ref_domain(&self, item: &Item, domain: &str) -> Result<Option<RefDomain>> {
-        let key = crate::keys::member_key(&self.hasher.item_key(item), domain);
-        self.db
-            .get_pinned_cf_opt(self.cf(CF_REFDOMAINS), key, &self.opts())?
-            .map(|v| RefDomain::decode(domain, &v))
-            .transpose()
+        let item_key = self.hasher.item_key(item);
+        self.row(&RefDomainKey {
+            item_key: &item_key,
+            domain,
+        })
     }
 
     /// Many referring domains' aggregates for one item, in one batched read.
@@ -433,16 +437,14 @@ impl ReadView {
         domains: &[&str],
     ) -> Result<Vec<Option<RefDomain>>> {
         let item_key = self.hasher.item_key(item);
-        let keys: Vec<Vec<u8>> = domains
+        let keys: Vec<RefDomainKey<'_>> = domains
             .iter()
-            .map(|d| crate::keys::member_key(&item_key, d))
+            .map(|domain| RefDomainKey {
+                item_key: &item_key,
+                domain,
+            })
             .collect();
-        self.db
-            .batched_multi_get_cf_opt(self.cf(CF_REFDOMAINS), &keys, false, &self.opts())
-            .into_iter()
-            .zip(domains)
-            .map(|(r, domain)| r?.map(|v| RefDomain::decode(domain, &v)).transpose())
-            .collect()
+        self.rows(&keys)
     }
 
     /// Anchor texts of an item, most referring domains first.
@@ -459,11 +461,11 @@ impl ReadView {
 
     /// One anchor text's aggregate for an item (anchors are stored lower-cased).
     pub fn anchor(&self, item: &Item, text: &str) -> Result<Option<AnchorText>> {
-        let key = crate::keys::member_key(&self.hasher.item_key(item), text);
-        self.db
-            .get_pinned_cf_opt(self.cf(CF_ANCHORS), key, &self.opts())?
-            .map(|v| AnchorText::decode(text, &v))
-            .transpose()
+        let item_key = self.hasher.item_key(item);
+        self.row(&AnchorKey {
+            item_key: &item_key,
+            text,
+        })
     }
 
     /// Visits an item's anchors by referring domains, then links, until `visit` returns

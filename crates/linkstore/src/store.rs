@@ -4,7 +4,7 @@
 use crate::aggregate::{merge_counters, merge_timeline, Counters};
 use crate::error::{Error, Result};
 use crate::item::Item;
-use crate::keys::{url_key, ItemHasher};
+use crate::keys::ItemHasher;
 use crate::page::PageState;
 use crate::read_view::{OwnedSnapshot, ReadView};
 use crate::writer::Writer;
@@ -393,13 +393,9 @@ impl Store {
         self.generation.store(g, Ordering::Release);
     }
 
-    /// Visits every stored link as last written, published or not (for writers).
     /// State of a crawled page as last written, published or not (for writers).
     pub(crate) fn latest_page(&self, url: &str) -> Result<Option<PageState>> {
-        self.db
-            .get_pinned_cf(self.cf(CF_PAGES), url_key(url))?
-            .map(|v| PageState::decode(&v))
-            .transpose()
+        self.row(&crate::table::PageKey(url))
     }
 
     pub(crate) fn cf(&self, name: &str) -> &ColumnFamily {
@@ -413,11 +409,10 @@ impl Store {
 
     /// Whole-index totals as last written, published or not (for the writer's side).
     pub fn latest_index_counters(&self) -> Result<Counters> {
-        self.db
-            .get_pinned_cf(self.cf(CF_COUNTERS), self.hasher.item_key(&Item::index()))?
-            .map(|v| Counters::decode(&v))
-            .transpose()
-            .map(Option::unwrap_or_default)
+        let index = self.hasher.item_key(&Item::index());
+        Ok(self
+            .row(&crate::table::CountersKey(&index))?
+            .unwrap_or_default())
     }
 
     /// Memory the store holds now, bytes.
