@@ -1177,8 +1177,6 @@ fn metrics_count_requests_latencies_units_and_connections() {
     assert!(value("linkbase_open_connections") >= 1.0);
     assert!(value(r#"linkbase_index_disk_bytes{index="historic"}"#) > 0.0);
     assert!(value(r#"linkbase_index_backlinks{index="historic"}"#) > 100.0);
-    // The item's summary rows were point reads: the served index keeps them as rows.
-    assert!(value(r#"linkbase_index_row_cache_bytes{index="historic"}"#) > 0.0);
     assert!(!text.contains(&srv.key), "no secret in metrics");
 }
 

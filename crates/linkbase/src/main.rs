@@ -480,11 +480,6 @@ fn ensure_sandbox(data: &Path) -> Result<DataDir> {
 /// Pages of the sandbox's generated web: small enough to build in seconds.
 const SANDBOX_PAGES: usize = 1_500;
 
-/// Row cache of each served index. GetIndexItemInfo's counters and metrics rows are
-/// point reads; a row found here skips RocksDB's index, filter and block lookups (11-14%
-/// more item-info requests per second over loopback, `docs/benchmarks.md`).
-const SERVING_ROW_CACHE: usize = 64 << 20;
-
 /// What a server holds for one data directory; `refunds` is where failed downloads'
 /// charges go back (none for the sandbox, which charges nothing).
 fn context(
@@ -537,10 +532,7 @@ fn serve(options: &ServeOptions, example_key: Option<&str>) -> Result<()> {
         &dir,
         window,
         &notify,
-        StoreOptions {
-            row_cache_bytes: SERVING_ROW_CACHE,
-            ..StoreOptions::default()
-        },
+        StoreOptions::default(),
         Some(accounts.clone()),
         (options.max_heavy, options.max_heavy_per_account),
     )?;

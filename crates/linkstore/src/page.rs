@@ -186,17 +186,23 @@ pub fn format_day(day: u32) -> String {
 /// Appends `yyyy-mm-dd` of a day number without allocating.
 pub fn push_day(out: &mut String, day: u32) {
     let (y, m, d) = civil_from_days(i64::from(day));
-    let digit = |v: i64| char::from(b'0' + (v % 10) as u8);
+    let digit = |v: i64| b'0' + (v % 10) as u8;
     let y = y.clamp(0, 9999);
-    for v in [y / 1000, y / 100, y / 10, y] {
-        out.push(digit(v));
-    }
-    out.push('-');
-    out.push(digit(i64::from(m) / 10));
-    out.push(digit(i64::from(m)));
-    out.push('-');
-    out.push(digit(i64::from(d) / 10));
-    out.push(digit(i64::from(d)));
+    let (m, d) = (i64::from(m), i64::from(d));
+    // Formatted whole, then appended once: a reply of backlinks has three dates a row.
+    let text = [
+        digit(y / 1000),
+        digit(y / 100),
+        digit(y / 10),
+        digit(y),
+        b'-',
+        digit(m / 10),
+        digit(m),
+        b'-',
+        digit(d / 10),
+        digit(d),
+    ];
+    out.push_str(std::str::from_utf8(&text).expect("ASCII digits and dashes"));
 }
 
 /// Day number of a `yyyy-mm-dd` date.

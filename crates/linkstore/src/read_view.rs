@@ -14,7 +14,7 @@ use crate::store::{
 use crate::table::{AnchorKey, CountersKey, MetricsKey, PageKey, RefDomainKey, TableKey};
 use rocksdb::{ColumnFamily, Direction, IteratorMode, ReadOptions, DB};
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use xxhash_rust::xxh3::xxh3_64;
 
 /// The most rows one backlink read returns (Majestic's `Count` limit).
@@ -42,6 +42,79 @@ impl OwnedSnapshot {
     }
 }
 
+/// A published snapshot and the summary rows read through it so far. What a snapshot
+/// shows never changes, so a row read once is exact for every later view of the same
+/// snapshot: item summaries (GetIndexItemInfo, a backlink page's totals) are read from
+/// memory after the first time, without RocksDB's index, filter and block lookups. The
+/// memo goes with the snapshot when the next publish replaces it.
+pub(crate) struct PublishedSnapshot {
+    snapshot: OwnedSnapshot,
+    counters: Memo<Counters>,
+    metrics: Memo<ItemMetrics>,
+    pages: Memo<PageState>,
+}
+
+impl PublishedSnapshot {
+    pub(crate) fn take(db: &Arc<DB>) -> PublishedSnapshot {
+        PublishedSnapshot {
+            snapshot: OwnedSnapshot::take(db),
+            counters: Memo::default(),
+            metrics: Memo::default(),
+            pages: Memo::default(),
+        }
+    }
+}
+
+/// Rows of one table memoised by encoded key (absent rows too), at most [`MEMO_ROWS`]:
+/// past that, rows are read but no longer kept.
+struct Memo<V>(Mutex<HashMap<Vec<u8>, Option<V>>>);
+
+impl<V> Default for Memo<V> {
+    fn default() -> Self {
+        Memo(Mutex::new(HashMap::new()))
+    }
+}
+
+/// Rows kept per table and snapshot: a few MB at most.
+const MEMO_ROWS: usize = 16_384;
+
+impl<V: Clone> Memo<V> {
+    /// The values of `keys`, from memory where kept, the rest from `read` (given the
+    /// positions of the keys it must read, returning their values in that order).
+    fn get_or_read(
+        &self,
+        keys: &[Vec<u8>],
+        read: impl FnOnce(&[usize]) -> Result<Vec<Option<V>>>,
+    ) -> Result<Vec<Option<V>>> {
+        let mut out: Vec<Option<V>> = Vec::with_capacity(keys.len());
+        let mut missing = Vec::new();
+        {
+            let kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
+            for (i, key) in keys.iter().enumerate() {
+                match kept.get(key) {
+                    Some(v) => out.push(v.clone()),
+                    None => {
+                        missing.push(i);
+                        out.push(None);
+                    }
+                }
+            }
+        }
+        if missing.is_empty() {
+            return Ok(out);
+        }
+        let read = read(&missing)?;
+        let mut kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        for (&i, value) in missing.iter().zip(read) {
+            if kept.len() < MEMO_ROWS {
+                kept.insert(keys[i].clone(), value.clone());
+            }
+            out[i] = value;
+        }
+        Ok(out)
+    }
+}
+
 /// One consistent read-only view of a store: its database handle, the published snapshot
 /// (`None` for a store never published: every committed batch) and the flow generation
 /// that snapshot serves, captured together under one lock by [`crate::Store::read`], so
@@ -50,7 +123,7 @@ impl OwnedSnapshot {
 #[derive(Clone)]
 pub struct ReadView {
     pub(crate) db: Arc<DB>,
-    pub(crate) snapshot: Option<Arc<OwnedSnapshot>>,
+    pub(crate) snapshot: Option<Arc<PublishedSnapshot>>,
     pub(crate) generation: u8,
     pub(crate) hasher: ItemHasher,
 }
@@ -116,7 +189,7 @@ impl ReadView {
     fn opts(&self) -> ReadOptions {
         let mut opts = ReadOptions::default();
         if let Some(s) = &self.snapshot {
-            opts.set_snapshot(s.borrow_dependent());
+            opts.set_snapshot(s.snapshot.borrow_dependent());
         }
         opts
     }
@@ -149,38 +222,61 @@ impl ReadView {
             .collect()
     }
 
+    /// Rows of one table by encoded key, through `memo` of the published snapshot when
+    /// the view has one; `key` makes a typed key of an encoded one.
+    fn memoized<'k, K: TableKey>(
+        &self,
+        memo: impl Fn(&PublishedSnapshot) -> &Memo<K::Value>,
+        encoded: &'k [Vec<u8>],
+        key: impl Fn(&'k [u8]) -> K,
+    ) -> Result<Vec<Option<K::Value>>>
+    where
+        K::Value: Clone,
+    {
+        let read = |at: &[usize]| {
+            let keys: Vec<K> = at.iter().map(|&i| key(&encoded[i])).collect();
+            self.rows(&keys)
+        };
+        match &self.snapshot {
+            Some(s) => memo(s).get_or_read(encoded, read),
+            None => read(&(0..encoded.len()).collect::<Vec<_>>()),
+        }
+    }
+
     /// Flow metrics of an item from the last flow build, `None` before any.
     pub fn metrics(&self, item: &Item) -> Result<Option<ItemMetrics>> {
-        let item_key = self.hasher.item_key(item);
-        self.row(&MetricsKey {
-            generation: self.generation,
-            item_key: &item_key,
-        })
+        Ok(self
+            .metrics_many(std::slice::from_ref(item))?
+            .pop()
+            .flatten())
     }
 
     /// Metrics of many items in one batched read, in request order.
     pub fn metrics_many(&self, items: &[Item]) -> Result<Vec<Option<ItemMetrics>>> {
         let item_keys: Vec<Vec<u8>> = items.iter().map(|i| self.hasher.item_key(i)).collect();
-        let keys: Vec<MetricsKey<'_>> = item_keys
-            .iter()
-            .map(|item_key| MetricsKey {
-                generation: self.generation,
+        let generation = self.generation;
+        self.memoized(
+            |s| &s.metrics,
+            &item_keys,
+            |item_key| MetricsKey {
+                generation,
                 item_key,
-            })
-            .collect();
-        self.rows(&keys)
+            },
+        )
     }
 
     /// Counters of an item, or `None` when the index knows nothing of it.
     pub fn counters(&self, item: &Item) -> Result<Option<Counters>> {
-        self.row(&CountersKey(&self.hasher.item_key(item)))
+        Ok(self
+            .counters_many(std::slice::from_ref(item))?
+            .pop()
+            .flatten())
     }
 
     /// Counters of many items in one batched read, in request order.
     pub fn counters_many(&self, items: &[Item]) -> Result<Vec<Option<Counters>>> {
         let item_keys: Vec<Vec<u8>> = items.iter().map(|i| self.hasher.item_key(i)).collect();
-        let keys: Vec<CountersKey<'_>> = item_keys.iter().map(|k| CountersKey(k)).collect();
-        self.rows(&keys)
+        self.memoized(|s| &s.counters, &item_keys, CountersKey)
     }
 
     /// Whole-index totals (links, pages crawled, URLs known, dates).
@@ -190,7 +286,14 @@ impl ReadView {
 
     /// State of a crawled page.
     pub fn page(&self, url: &str) -> Result<Option<PageState>> {
-        self.row(&PageKey(url))
+        // Keyed by the URL's bytes: the memo needs a key it can keep.
+        let url_bytes = [url.as_bytes().to_vec()];
+        let pages = self.memoized(
+            |s| &s.pages,
+            &url_bytes,
+            |bytes| PageKey(std::str::from_utf8(bytes).expect("made from a str")),
+        )?;
+        Ok(pages.into_iter().next().flatten())
     }
 
     /// Backlinks of an item by SourceTrustFlow descending (deterministic tie-break), with

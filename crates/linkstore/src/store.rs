@@ -6,7 +6,7 @@ use crate::error::{Error, Result};
 use crate::item::Item;
 use crate::keys::ItemHasher;
 use crate::page::PageState;
-use crate::read_view::{OwnedSnapshot, ReadView};
+use crate::read_view::{PublishedSnapshot, ReadView};
 use crate::writer::Writer;
 use rocksdb::{
     BlockBasedIndexType, BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, Options,
@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex, RwLock};
 /// What readers are shown once a writer publishes: a snapshot and the flow generation it
 /// serves, replaced together.
 struct Published {
-    snapshot: Arc<OwnedSnapshot>,
+    snapshot: Arc<PublishedSnapshot>,
     generation: u8,
 }
 
@@ -74,10 +74,6 @@ pub struct StoreOptions {
     /// Memtables of all column families together (RocksDB `db_write_buffer_size`): the
     /// bound on the store's write memory; past it the largest memtable is flushed.
     pub memtable_bytes: usize,
-    /// Cache of whole rows found by point reads (RocksDB `row_cache`), 0 for none. A
-    /// served store's summary reads (counters, metrics) are point reads of a few hot
-    /// rows: each one found here skips the index, filter and block lookups.
-    pub row_cache_bytes: usize,
 }
 
 impl Default for StoreOptions {
@@ -87,7 +83,6 @@ impl Default for StoreOptions {
             block_cache_bytes: 512 << 20,
             max_open_files: 512,
             memtable_bytes: 256 << 20,
-            row_cache_bytes: 0,
         }
     }
 }
@@ -97,7 +92,6 @@ impl Default for StoreOptions {
 pub struct StoreMemory {
     pub memtables: u64,
     pub block_cache: u64,
-    pub row_cache: u64,
     /// Open table files' readers outside the block cache.
     pub table_readers: u64,
 }
@@ -125,7 +119,6 @@ pub struct Store {
     /// One writer at a time: an ingest `Writer` or a `FlowUpdate`.
     pub(crate) write_lock: Mutex<()>,
     cache: Cache,
-    row_cache: Option<Cache>,
 }
 
 /// The smallest key greater than every key starting with `prefix`, if any.
@@ -273,11 +266,6 @@ impl Store {
         // Writes skip the WAL (see `Writer::commit`); atomic flushes keep every column
         // family at the same batch boundary, so a crash leaves a consistent earlier state.
         db_opts.set_atomic_flush(true);
-        let row_cache =
-            (options.row_cache_bytes > 0).then(|| Cache::new_lru_cache(options.row_cache_bytes));
-        if let Some(rows) = &row_cache {
-            db_opts.set_row_cache(rows);
-        }
         let cfs = ALL_CFS.iter().map(|&name| {
             ColumnFamilyDescriptor::new(
                 name,
@@ -305,7 +293,6 @@ impl Store {
             publishes: AtomicU64::new(0),
             write_lock: Mutex::new(()),
             cache,
-            row_cache,
         })
     }
 
@@ -338,7 +325,7 @@ impl Store {
     /// Publishes everything written so far as serving flow generation `g`, and makes `g`
     /// the writers' generation, under one lock: no reader sees one without the other.
     pub(crate) fn publish_generation(&self, g: u8) {
-        let snapshot = Arc::new(OwnedSnapshot::take(&self.db));
+        let snapshot = Arc::new(PublishedSnapshot::take(&self.db));
         let mut published = self.published.write().unwrap_or_else(|p| p.into_inner());
         self.generation.store(g, Ordering::Release);
         self.publishes.fetch_add(1, Ordering::Release);
@@ -419,7 +406,6 @@ impl Store {
     pub fn memory(&self) -> Result<StoreMemory> {
         let mut m = StoreMemory {
             block_cache: self.cache.get_usage() as u64,
-            row_cache: self.row_cache.as_ref().map_or(0, |c| c.get_usage() as u64),
             ..StoreMemory::default()
         };
         for &name in ALL_CFS {

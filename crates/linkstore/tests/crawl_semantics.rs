@@ -822,3 +822,43 @@ fn a_scan_budget_bounds_rows_read_even_when_nothing_matches() {
         .unwrap();
     assert_eq!((seen, spent), (12, true));
 }
+
+#[test]
+fn summaries_read_again_through_a_snapshot_are_its_own_and_a_publish_shows_the_new_ones() {
+    let (_d, store) = open(64);
+    let target = Item::parse("http://t.com/").unwrap();
+    let page = |n: usize, at: i64| {
+        let links = (0..n)
+            .map(|i| link("http://t.com/", &format!("a{i}")))
+            .collect();
+        html(&format!("http://s{n}.com/p"), at, links)
+    };
+    let summary = |view: &linkstore::ReadView| {
+        let c = view.counters(&target).unwrap().unwrap_or_default();
+        let many = view.counters_many(std::slice::from_ref(&target)).unwrap();
+        assert_eq!(many[0].unwrap_or_default(), c, "one row, read twice");
+        (
+            c.ext_backlinks,
+            view.page("http://s1.com/p").unwrap().is_some(),
+        )
+    };
+    apply_all(&store, &[page(1, T0)]);
+    store.publish();
+    let first = store.read();
+    assert_eq!(summary(&first), (1, true));
+    assert_eq!(summary(&first), (1, true), "the same from memory");
+    apply_all(&store, &[page(2, T0 + DAY)]);
+    // Unpublished writes: the published snapshot's views still show what it holds.
+    assert_eq!(summary(&store.read()), (1, true));
+    store.publish();
+    assert_eq!(
+        summary(&store.read()),
+        (2, true),
+        "a publish shows the new rows"
+    );
+    assert_eq!(
+        summary(&first),
+        (1, true),
+        "an older view keeps its snapshot's rows"
+    );
+}

@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
+use std::sync::Arc;
 
 /// A cell or variable value. Majestic clients depend on which values are JSON numbers
 /// and which are strings, so the distinction is kept.
@@ -75,14 +76,44 @@ impl From<String> for Value {
     }
 }
 
+/// A table's column names, with the JSON object key of each (`"Name":`) encoded once:
+/// a row type's columns are made once per process and shared by every reply
+/// ([`crate::row::Row::shared_columns`]).
+#[derive(Debug)]
+pub struct Columns {
+    names: Vec<String>,
+    json_keys: Vec<String>,
+}
+
+impl Columns {
+    pub fn new(names: Vec<String>) -> Arc<Columns> {
+        let json_keys = names
+            .iter()
+            .map(|c| {
+                let mut k = String::with_capacity(c.len() + 3);
+                push_json_str(&mut k, c);
+                k.push(':');
+                k
+            })
+            .collect();
+        Arc::new(Columns { names, json_keys })
+    }
+}
+
+impl std::ops::Deref for Columns {
+    type Target = [String];
+    fn deref(&self) -> &[String] {
+        &self.names
+    }
+}
+
 /// One data table. Rows added as typed rows ([`crate::row::Row`]) are kept as they are and
 /// turned into cells one at a time while the reply renders, so a large reply never holds
 /// all its cells at once.
-#[derive(Default)]
 pub struct Table {
     pub name: String,
     pub params: BTreeMap<String, Value>,
-    pub columns: Vec<String>,
+    pub columns: Arc<Columns>,
     rows: Vec<StoredRow>,
 }
 
@@ -108,10 +139,16 @@ impl std::fmt::Debug for Table {
 
 impl Table {
     pub fn new(name: &str, columns: Vec<String>) -> Table {
+        Table::with_columns(name, Columns::new(columns))
+    }
+
+    /// A table of columns made before (shared between replies).
+    pub fn with_columns(name: &str, columns: Arc<Columns>) -> Table {
         Table {
             name: name.to_string(),
+            params: BTreeMap::new(),
             columns,
-            ..Default::default()
+            rows: Vec::new(),
         }
     }
 
@@ -267,23 +304,14 @@ impl Reply {
                     v.json(&mut out);
                 }
                 out.push_str("},\"Data\":[");
-                // Column names are encoded once per table, not once per row.
-                let keys: Vec<String> = t
-                    .columns
-                    .iter()
-                    .map(|c| {
-                        let mut k = String::with_capacity(c.len() + 3);
-                        push_json_str(&mut k, c);
-                        k.push(':');
-                        k
-                    })
-                    .collect();
+                let columns = Arc::clone(&t.columns);
+                let keys = &columns.json_keys;
                 let rows = t.take_rows();
                 let (ncols, name) = (t.columns.len(), t.name.as_str());
                 let mut buf = Vec::with_capacity(ncols);
                 for (r, row) in rows.into_iter().enumerate() {
                     let cells = row.cells(ncols, name, buf);
-                    push_json_row(&keys, &cells, r > 0, &mut out);
+                    push_json_row(keys, &cells, r > 0, &mut out);
                     buf = cells;
                     if out.len() >= chunk {
                         let piece = std::mem::replace(

@@ -414,7 +414,6 @@ async fn metrics(svc: &Arc<Service>, req: &Request<Incoming>, peer: IpAddr) -> R
                         .map_or(0, |c| c.ext_backlinks.max(0) as u64),
                     memtable_bytes: memory.memtables,
                     block_cache_bytes: memory.block_cache,
-                    row_cache_bytes: memory.row_cache,
                     table_readers_bytes: memory.table_readers,
                 }
             })

@@ -61,7 +61,6 @@ pub struct IndexGauges {
     pub backlinks: u64,
     pub memtable_bytes: u64,
     pub block_cache_bytes: u64,
-    pub row_cache_bytes: u64,
     pub table_readers_bytes: u64,
 }
 
@@ -178,7 +177,7 @@ impl Metrics {
                 "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}"
             );
         }
-        let per_index: [IndexGauge; 6] = [
+        let per_index: [IndexGauge; 5] = [
             (
                 "linkbase_index_disk_bytes",
                 "Table files of an index.",
@@ -198,11 +197,6 @@ impl Metrics {
                 "linkbase_index_block_cache_bytes",
                 "Block cache of an index in use (RocksDB), bounded by its size.",
                 |g| g.block_cache_bytes,
-            ),
-            (
-                "linkbase_index_row_cache_bytes",
-                "Row cache of an index in use (RocksDB), bounded by its size.",
-                |g| g.row_cache_bytes,
             ),
             (
                 "linkbase_index_table_readers_bytes",

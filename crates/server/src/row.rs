@@ -1,7 +1,8 @@
 //! Typed table rows: a row is a struct whose fields are declared once with their column
 //! names ([`table_row!`]), so a table's header and its cells cannot drift apart.
 
-use crate::envelope::{DeferredRow, Table, Value};
+use crate::envelope::{Columns, DeferredRow, Table, Value};
+use std::sync::Arc;
 
 /// A field type's cells: one column for a plain value, several for a group (topic pairs).
 pub trait Cells {
@@ -14,11 +15,13 @@ pub trait Cells {
 /// A table row declared with [`table_row!`].
 pub trait Row: Sized {
     fn columns() -> Vec<String>;
+    /// [`Row::columns`], made once per process.
+    fn shared_columns() -> Arc<Columns>;
     fn cells(self, out: &mut Vec<Value>);
 
     /// An empty table of this row's columns.
     fn table(name: &str) -> Table {
-        Table::new(name, Self::columns())
+        Table::with_columns(name, Self::shared_columns())
     }
 }
 
@@ -37,6 +40,14 @@ macro_rules! table_row {
                 let mut out = Vec::new();
                 $(<$ty as $crate::row::Cells>::columns($col, &mut out);)*
                 out
+            }
+
+            fn shared_columns() -> std::sync::Arc<$crate::envelope::Columns> {
+                static COLUMNS: std::sync::OnceLock<std::sync::Arc<$crate::envelope::Columns>> =
+                    std::sync::OnceLock::new();
+                std::sync::Arc::clone(
+                    COLUMNS.get_or_init(|| $crate::envelope::Columns::new(Self::columns())),
+                )
             }
 
             fn cells(self, out: &mut Vec<$crate::envelope::Value>) {

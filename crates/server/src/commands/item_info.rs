@@ -2,7 +2,7 @@
 
 use super::{crawl_result, internal, item_count, parse_item, MAX_ITEMS};
 use crate::context::Context;
-use crate::envelope::{Reply, Value};
+use crate::envelope::{Columns, Reply, Value};
 use crate::error::ApiError;
 use crate::metering;
 use crate::params::Params;
@@ -11,6 +11,7 @@ use crate::row::{
     UnknownText,
 };
 use linkstore::{Counters, Item, ItemMetrics, Level, PageState};
+use std::sync::{Arc, OnceLock};
 
 table_row! {
     /// A `Results` row, in Majestic's current column order (topic pairs follow it).
@@ -156,6 +157,29 @@ impl InfoRow {
     }
 }
 
+/// Most topic pairs a request may ask for (`DesiredTopics`).
+const MAX_DESIRED_TOPICS: usize = 30;
+
+/// The `Results` columns for `topics` topic pairs, with `TrustCategories` or not: every
+/// combination made once per process.
+fn columns(topics: usize, all_topics: bool) -> Arc<Columns> {
+    static ALL: OnceLock<Vec<Arc<Columns>>> = OnceLock::new();
+    let all = ALL.get_or_init(|| {
+        (0..=MAX_DESIRED_TOPICS)
+            .flat_map(|n| [false, true].map(|all| (n, all)))
+            .map(|(n, all)| {
+                let mut cols = InfoRow::columns();
+                cols.extend(topic_columns("TopicalTrustFlow", n));
+                if all {
+                    cols.push("TrustCategories".into());
+                }
+                Columns::new(cols)
+            })
+            .collect()
+    });
+    Arc::clone(&all[topics.min(MAX_DESIRED_TOPICS) * 2 + usize::from(all_topics)])
+}
+
 /// `TrustCategories` (with `AddAllTopics=1`): every topic as `Topic=<share>%=<value>`,
 /// strongest first, the share being the topic's part of the item's summed topical values.
 fn trust_categories(topics: &[(String, u8)]) -> String {
@@ -171,7 +195,9 @@ pub(super) fn get_index_item_info(ctx: &Context, p: &Params) -> Result<Reply, Ap
     let (kind, store) = ctx.index(p)?;
     let view = store.read();
     let count = item_count(p, MAX_ITEMS)?;
-    let topics = p.int("DesiredTopics", 3)?.clamp(0, 30) as usize;
+    let topics = p
+        .int("DesiredTopics", 3)?
+        .clamp(0, MAX_DESIRED_TOPICS as i64) as usize;
     let all_topics = p.int("AddAllTopics", 0)? == 1;
     // Each item stands alone: a missing or malformed one gets its own ResultCode.
     let requested: Vec<(String, Result<Item, ApiError>)> = (0..count)
@@ -189,12 +215,7 @@ pub(super) fn get_index_item_info(ctx: &Context, p: &Params) -> Result<Reply, Ap
         .collect();
     let counters = view.counters_many(&found).map_err(internal)?;
     let metrics = view.metrics_many(&found).map_err(internal)?;
-    let mut cols = InfoRow::columns();
-    cols.extend(topic_columns("TopicalTrustFlow", topics));
-    if all_topics {
-        cols.push("TrustCategories".into());
-    }
-    let mut t = crate::envelope::Table::new("Results", cols);
+    let mut t = crate::envelope::Table::with_columns("Results", columns(topics, all_topics));
     t.param("MaxTopicsRootDomain", 30);
     t.param("MaxTopicsSubDomain", 20);
     t.param("MaxTopicsURL", 10);
