@@ -497,6 +497,7 @@ fn context(
         server_build: "2026-11-21 00:00:00".into(),
         downloads: server::Downloads::open(&dir.downloads_path(), notify.clone(), refunds)?,
         admission: server::admission::Admission::new(heavy.0, heavy.1),
+        build_names: Default::default(),
     })
 }
 

@@ -7,7 +7,7 @@ use crate::params::Params;
 use crate::row::Date;
 use indexes::{IndexKind, IndexStats};
 use linkstore::Store;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// The indexes and fixed facts a command needs.
 pub struct Context {
@@ -18,6 +18,28 @@ pub struct Context {
     pub downloads: crate::downloads::Downloads,
     /// Heavy requests running now (see [`crate::admission`]).
     pub admission: crate::admission::Admission,
+    /// Each index's build date and ID as replies spell them.
+    pub build_names: BuildNames,
+}
+
+/// `IndexBuildDate` and `UniqueIndexID` of each index, made once per update of it:
+/// every reply carries them.
+#[derive(Default)]
+pub struct BuildNames(Mutex<[Option<(i64, String, String)>; 2]>);
+
+impl BuildNames {
+    fn of(&self, stats: &IndexStats) -> (String, String) {
+        let mut names = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let slot = &mut names[usize::from(stats.kind == IndexKind::Historic)];
+        match slot {
+            Some((at, date, id)) if *at == stats.updated_at => (date.clone(), id.clone()),
+            _ => {
+                let (date, id) = (date_time(stats.updated_at), unique_index_id(stats));
+                *slot = Some((stats.updated_at, date.clone(), id.clone()));
+                (date, id)
+            }
+        }
+    }
 }
 
 impl Context {
@@ -48,9 +70,10 @@ impl Context {
         store: &Arc<Store>,
     ) -> Result<(), ApiError> {
         let stats = self.indexes.stats_of(kind, store).map_err(index_error)?;
-        reply.global("IndexBuildDate", date_time(stats.updated_at));
+        let (date, id) = self.build_names.of(&stats);
+        reply.global("IndexBuildDate", date);
         reply.global("IndexType", i64::from(kind == IndexKind::Fresh));
-        reply.global("UniqueIndexID", unique_index_id(&stats));
+        reply.global("UniqueIndexID", id);
         reply.global("FirstBackLinkDate", Date(stats.first_day));
         reply.global("MostRecentBackLinkDate", Date(stats.last_day));
         reply.global("ServerBuild", self.server_build.as_str());

@@ -22,6 +22,8 @@ pub enum Value {
     Static(&'static str),
     /// A day number, written `yyyy-mm-dd` straight into the output.
     Day(u32),
+    /// A number Majestic sends as a JSON string, written without allocating one.
+    IntText(i64),
 }
 
 impl Value {
@@ -35,6 +37,7 @@ impl Value {
             Value::Str(s) => s.clone(),
             Value::Static(s) => s.to_string(),
             Value::Day(d) => linkstore::format_day(*d),
+            Value::IntText(i) => i.to_string(),
         }
     }
 
@@ -43,6 +46,11 @@ impl Value {
             Value::Int(i) => out.push_str(itoa::Buffer::new().format(*i)),
             Value::Str(s) => push_json_str(out, s),
             Value::Static(s) => push_json_str(out, s),
+            Value::IntText(i) => {
+                out.push('"');
+                out.push_str(itoa::Buffer::new().format(*i));
+                out.push('"');
+            }
             Value::Day(d) => {
                 out.push('"');
                 linkstore::push_day(out, *d);
@@ -210,7 +218,7 @@ pub struct Reply {
     pub code: String,
     pub error_message: String,
     pub full_error: String,
-    pub globals: BTreeMap<String, Value>,
+    pub globals: BTreeMap<&'static str, Value>,
     pub tables: Vec<Table>,
     /// Rows to charge when not every row is charged (a GetIndexItemInfo row refused for
     /// a bad item); not rendered.
@@ -235,8 +243,8 @@ impl Reply {
         }
     }
 
-    pub fn global(&mut self, k: &str, v: impl Into<Value>) {
-        self.globals.insert(k.to_string(), v.into());
+    pub fn global(&mut self, k: &'static str, v: impl Into<Value>) {
+        self.globals.insert(k, v.into());
     }
 
     /// Cells in all tables: what rendering the reply costs, about.
@@ -482,7 +490,7 @@ mod tests {
         let mut r = Reply::ok();
         r.global("IndexType", 0);
         r.global("ServerName", "LINKBASE");
-        let cols = ["Item", "Count", "Note", "Date", "Type"];
+        let cols = ["Item", "Count", "Note", "Date", "Type", "Total"];
         let mut t = Table::new("Results", cols.iter().map(|c| c.to_string()).collect());
         t.param("TopicsCount", 3);
         t.push(vec![
@@ -491,6 +499,7 @@ mod tests {
             Value::empty(),
             Value::Day(19_782),
             Value::Static("TextLink"),
+            Value::IntText(-12),
         ]);
         r.tables.push(t);
         r
@@ -506,6 +515,7 @@ mod tests {
         assert_eq!(j["DataTables"]["Results"]["Data"][0]["Note"], "");
         assert_eq!(j["DataTables"]["Results"]["Data"][0]["Date"], "2024-02-29");
         assert_eq!(j["DataTables"]["Results"]["Data"][0]["Type"], "TextLink");
+        assert_eq!(j["DataTables"]["Results"]["Data"][0]["Total"], "-12");
         let text = sample().to_json();
         assert!(text.starts_with(r#"{"Code":"OK","ErrorMessage":"","FullError":"","IndexType":0"#));
     }
@@ -520,6 +530,7 @@ mod tests {
                 Value::empty(),
                 Value::Day(19_000 + i as u32),
                 Value::Static("ImageLink"),
+                Value::IntText(i as i64),
             ]);
         }
         r
@@ -574,9 +585,12 @@ mod tests {
             "{x}"
         );
         assert!(x.contains(
-            r#"<DataTable Name="Results" RowsCount="1" Headers="Item|Count|Note|Date|Type" TopicsCount="3">"#
+            r#"<DataTable Name="Results" RowsCount="1" Headers="Item|Count|Note|Date|Type|Total" TopicsCount="3">"#
         ));
-        assert!(x.contains("<Row>a||b|5| |2024-02-29|TextLink</Row>"), "{x}");
+        assert!(
+            x.contains("<Row>a||b|5| |2024-02-29|TextLink|-12</Row>"),
+            "{x}"
+        );
         let e = Reply::error("FailedRequestViaAPI", "bad <key> & \"quote\"").to_xml();
         assert!(
             e.contains(r#"ErrorMessage="bad &lt;key&gt; &amp; &quot;quote&quot;""#),

@@ -26,6 +26,17 @@ pub fn download_ref_domain_analysis(ref_domains: i64) -> i64 {
 }
 
 /// Who a request acts for, and whether it pays.
+/// The globals a charged reply carries for each kind of unit, `(charged, remaining)`:
+/// IndexItemInfo, Analysis, Retrieval.
+pub const UNIT_GLOBALS: [(&str, &str); 3] = [
+    (
+        "ChargedIndexItemInfoResUnits",
+        "RemainingIndexItemInfoResUnits",
+    ),
+    ("ChargedAnalysisResUnits", "RemainingAnalysisResUnits"),
+    ("ChargedRetrievalResUnits", "RemainingRetrievalResUnits"),
+];
+
 pub struct Caller<'a> {
     pub principal: Principal,
     pub accounts: &'a Accounts,
@@ -78,21 +89,14 @@ impl Caller<'_> {
                 ChargeError::Insufficient(i) => ApiError::new(i.code(), i.to_string()),
                 ChargeError::Store(e) => ApiError::new("InternalError", e.to_string()),
             })?;
-        for kind in [
-            UnitKind::IndexItemInfo,
-            UnitKind::Analysis,
-            UnitKind::Retrieval,
+        let (c, r) = (&balance.charged, &balance.remaining);
+        for (names, charged, remaining) in [
+            (UNIT_GLOBALS[0], c.index_item_info, r.index_item_info),
+            (UNIT_GLOBALS[1], c.analysis, r.analysis),
+            (UNIT_GLOBALS[2], c.retrieval, r.retrieval),
         ] {
-            let (charged, remaining) = match kind {
-                UnitKind::IndexItemInfo => (
-                    balance.charged.index_item_info,
-                    balance.remaining.index_item_info,
-                ),
-                UnitKind::Analysis => (balance.charged.analysis, balance.remaining.analysis),
-                UnitKind::Retrieval => (balance.charged.retrieval, balance.remaining.retrieval),
-            };
-            reply.global(&format!("Charged{kind}ResUnits"), to_int(charged));
-            reply.global(&format!("Remaining{kind}ResUnits"), to_int(remaining));
+            reply.global(names.0, to_int(charged));
+            reply.global(names.1, to_int(remaining));
         }
         Ok(())
     }

@@ -4,6 +4,7 @@
 
 use crate::commands::Command;
 use crate::envelope::{Reply, Value};
+use crate::metering::UNIT_GLOBALS;
 use std::fmt::Write;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
@@ -14,9 +15,9 @@ const BUCKETS: [f64; 12] = [
 ];
 /// Charged-unit globals, with their metric label.
 const UNITS: [(&str, &str); 3] = [
-    ("ChargedIndexItemInfoResUnits", "index_item_info"),
-    ("ChargedAnalysisResUnits", "analysis"),
-    ("ChargedRetrievalResUnits", "retrieval"),
+    (UNIT_GLOBALS[0].0, "index_item_info"),
+    (UNIT_GLOBALS[1].0, "analysis"),
+    (UNIT_GLOBALS[2].0, "retrieval"),
 ];
 
 #[derive(Default)]

@@ -60,7 +60,19 @@ impl Params {
     }
 
     pub fn get(&self, name: &str) -> Option<&str> {
-        self.map.get(&name.to_ascii_lowercase()).map(String::as_str)
+        // Names are the commands' own (short) literals: lower-cased on the stack, since a
+        // request looks up a dozen of them, a hundred with 100 items.
+        let mut buf = [0u8; 64];
+        let value = match buf.get_mut(..name.len()) {
+            Some(lower) => {
+                lower.copy_from_slice(name.as_bytes());
+                lower.make_ascii_lowercase();
+                // ASCII lower-casing keeps UTF-8 valid.
+                self.map.get(std::str::from_utf8(lower).ok()?)
+            }
+            None => self.map.get(&name.to_ascii_lowercase()),
+        };
+        value.map(String::as_str)
     }
 
     /// A required, non-empty parameter.
@@ -108,6 +120,10 @@ mod tests {
         assert!(p.int("extra", 0).is_err());
         assert_eq!(p.int("missing", 7).unwrap(), 7);
         assert!(p.required("missing").is_err());
+        // Names longer than the lower-casing buffer are found too.
+        let long = "N".repeat(70);
+        let p = Params::parse(format!("{}=v", long.to_lowercase()).as_bytes(), b"").unwrap();
+        assert_eq!(p.get(&long), Some("v"));
     }
 
     #[test]

@@ -101,7 +101,7 @@ pub struct NumText(pub i64);
 
 impl Cells for NumText {
     fn cells(self, out: &mut Vec<Value>) {
-        out.push(Value::Str(self.0.to_string()));
+        out.push(Value::IntText(self.0));
     }
 }
 
