@@ -41,7 +41,7 @@ impl Value {
         }
     }
 
-    fn json(&self, out: &mut String) {
+    pub(crate) fn json(&self, out: &mut String) {
         match self {
             Value::Int(i) => out.push_str(itoa::Buffer::new().format(*i)),
             Value::Str(s) => push_json_str(out, s),
@@ -90,6 +90,8 @@ impl From<String> for Value {
 #[derive(Debug)]
 pub struct Columns {
     names: Vec<String>,
+    /// `"Name":`, after a comma for every column but the first: a row object is `{`,
+    /// then each key and its value, then `}`.
     json_keys: Vec<String>,
 }
 
@@ -97,8 +99,12 @@ impl Columns {
     pub fn new(names: Vec<String>) -> Arc<Columns> {
         let json_keys = names
             .iter()
-            .map(|c| {
-                let mut k = String::with_capacity(c.len() + 3);
+            .enumerate()
+            .map(|(i, c)| {
+                let mut k = String::with_capacity(c.len() + 4);
+                if i > 0 {
+                    k.push(',');
+                }
                 push_json_str(&mut k, c);
                 k.push(':');
                 k
@@ -133,6 +139,19 @@ enum StoredRow {
 /// A typed row not yet turned into cells.
 pub(crate) trait DeferredRow: Send {
     fn into_cells(self: Box<Self>, out: &mut Vec<Value>);
+    /// Appends the row's JSON object, one key of `keys` ([`Columns`]'s, comma first but
+    /// for the first column) per cell, without making the cells.
+    fn write_json(self: Box<Self>, keys: &mut JsonKeys<'_>, out: &mut String);
+}
+
+/// A table's JSON object keys, handed out in column order as a row writes its cells.
+pub struct JsonKeys<'k>(std::slice::Iter<'k, String>);
+
+impl JsonKeys<'_> {
+    /// Writes the next column's key; the value follows.
+    pub fn next(&mut self, out: &mut String) {
+        out.push_str(self.0.next().expect("one value per column"));
+    }
 }
 
 impl std::fmt::Debug for Table {
@@ -315,12 +334,28 @@ impl Reply {
                 let columns = Arc::clone(&t.columns);
                 let keys = &columns.json_keys;
                 let rows = t.take_rows();
-                let (ncols, name) = (t.columns.len(), t.name.as_str());
-                let mut buf = Vec::with_capacity(ncols);
+                let name = t.name.as_str();
                 for (r, row) in rows.into_iter().enumerate() {
-                    let cells = row.cells(ncols, name, buf);
-                    push_json_row(keys, &cells, r > 0, &mut out);
-                    buf = cells;
+                    if r > 0 {
+                        out.push(',');
+                    }
+                    out.push('{');
+                    let mut row_keys = JsonKeys(keys.iter());
+                    match row {
+                        StoredRow::Cells(cells) => {
+                            for v in &cells {
+                                row_keys.next(&mut out);
+                                v.json(&mut out);
+                            }
+                        }
+                        StoredRow::Typed(row) => row.write_json(&mut row_keys, &mut out),
+                    }
+                    // A row short of cells leaves keys; one with too many ran out above.
+                    assert!(
+                        row_keys.0.next().is_none(),
+                        "table {name}: one value per column"
+                    );
+                    out.push('}');
                     if out.len() >= chunk {
                         let piece = std::mem::replace(
                             &mut out,
@@ -383,23 +418,6 @@ impl Reply {
         out.push_str("</Result>");
         out
     }
-}
-
-/// Appends a row as a JSON object keyed by `keys` (encoded column names), after a comma
-/// if `comma` (every row but a table's first).
-fn push_json_row(keys: &[String], cells: &[Value], comma: bool, out: &mut String) {
-    if comma {
-        out.push(',');
-    }
-    out.push('{');
-    for (c, (key, v)) in keys.iter().zip(cells).enumerate() {
-        if c > 0 {
-            out.push(',');
-        }
-        out.push_str(key);
-        v.json(out);
-    }
-    out.push('}');
 }
 
 /// Appends `s` as a JSON string literal, copying runs of plain bytes at once (every byte

@@ -1,20 +1,38 @@
 //! Typed table rows: a row is a struct whose fields are declared once with their column
 //! names ([`table_row!`]), so a table's header and its cells cannot drift apart.
 
-use crate::envelope::{Columns, DeferredRow, Table, Value};
+use crate::envelope::{Columns, DeferredRow, JsonKeys, Table, Value};
 use std::sync::Arc;
 
 /// A field type's cells: one column for a plain value, several for a group (topic pairs).
-pub trait Cells {
+pub trait Cells: Sized {
     fn columns(name: &str, out: &mut Vec<String>) {
         out.push(name.to_string());
     }
     fn cells(self, out: &mut Vec<Value>);
+    /// Writes the cells as JSON object members, each after its key: what [`Cells::cells`]
+    /// then rendering them would write. Types on the hot paths write straight away.
+    fn json(self, keys: &mut JsonKeys<'_>, out: &mut String) {
+        let mut cells = Vec::new();
+        self.cells(&mut cells);
+        for v in &cells {
+            keys.next(out);
+            v.json(out);
+        }
+    }
+}
+
+/// Writes one cell's key and value.
+fn json_cell(keys: &mut JsonKeys<'_>, out: &mut String, value: &Value) {
+    keys.next(out);
+    value.json(out);
 }
 
 /// A table row declared with [`table_row!`].
 pub trait Row: Sized {
     fn columns() -> Vec<String>;
+    /// The row as JSON object members ([`Cells::json`] of each field).
+    fn write_json(self, keys: &mut JsonKeys<'_>, out: &mut String);
     /// [`Row::columns`], made once per process.
     fn shared_columns() -> Arc<Columns>;
     fn cells(self, out: &mut Vec<Value>);
@@ -53,6 +71,10 @@ macro_rules! table_row {
             fn cells(self, out: &mut Vec<$crate::envelope::Value>) {
                 $($crate::row::Cells::cells(self.$field, out);)*
             }
+
+            fn write_json(self, keys: &mut $crate::envelope::JsonKeys<'_>, out: &mut String) {
+                $($crate::row::Cells::json(self.$field, keys, out);)*
+            }
         }
     };
 }
@@ -69,29 +91,47 @@ impl<R: Row + Send> DeferredRow for R {
     fn into_cells(self: Box<Self>, out: &mut Vec<Value>) {
         (*self).cells(out);
     }
-}
 
-impl Cells for i64 {
-    fn cells(self, out: &mut Vec<Value>) {
-        out.push(Value::Int(self));
+    fn write_json(self: Box<Self>, keys: &mut JsonKeys<'_>, out: &mut String) {
+        Row::write_json(*self, keys, out);
     }
 }
 
-impl Cells for String {
+/// A one-column field type: its one value, from which both renderings come.
+pub trait Cell {
+    fn value(self) -> Value;
+}
+
+impl<C: Cell> Cells for C {
     fn cells(self, out: &mut Vec<Value>) {
-        out.push(Value::Str(self));
+        out.push(self.value());
+    }
+    fn json(self, keys: &mut JsonKeys<'_>, out: &mut String) {
+        json_cell(keys, out, &self.value());
     }
 }
 
-impl Cells for &'static str {
-    fn cells(self, out: &mut Vec<Value>) {
-        out.push(Value::Static(self));
+impl Cell for i64 {
+    fn value(self) -> Value {
+        Value::Int(self)
     }
 }
 
-impl Cells for Value {
-    fn cells(self, out: &mut Vec<Value>) {
-        out.push(self);
+impl Cell for String {
+    fn value(self) -> Value {
+        Value::Str(self)
+    }
+}
+
+impl Cell for &'static str {
+    fn value(self) -> Value {
+        Value::Static(self)
+    }
+}
+
+impl Cell for Value {
+    fn value(self) -> Value {
+        self
     }
 }
 
@@ -99,9 +139,9 @@ impl Cells for Value {
 #[derive(Default)]
 pub struct NumText(pub i64);
 
-impl Cells for NumText {
-    fn cells(self, out: &mut Vec<Value>) {
-        out.push(Value::IntText(self.0));
+impl Cell for NumText {
+    fn value(self) -> Value {
+        Value::IntText(self.0)
     }
 }
 
@@ -125,9 +165,9 @@ impl From<Date> for Value {
     }
 }
 
-impl Cells for Date {
-    fn cells(self, out: &mut Vec<Value>) {
-        out.push(self.into());
+impl Cell for Date {
+    fn value(self) -> Value {
+        self.into()
     }
 }
 
@@ -135,9 +175,9 @@ impl Cells for Date {
 #[derive(Default, Clone, Copy)]
 pub struct TrueFalse(pub bool);
 
-impl Cells for TrueFalse {
-    fn cells(self, out: &mut Vec<Value>) {
-        out.push(Value::Static(if self.0 { "True" } else { "False" }));
+impl Cell for TrueFalse {
+    fn value(self) -> Value {
+        Value::Static(if self.0 { "True" } else { "False" })
     }
 }
 
@@ -145,9 +185,9 @@ impl Cells for TrueFalse {
 #[derive(Default, Clone, Copy)]
 pub struct Flag(pub bool);
 
-impl Cells for Flag {
-    fn cells(self, out: &mut Vec<Value>) {
-        out.push(Value::Int(i64::from(self.0)));
+impl Cell for Flag {
+    fn value(self) -> Value {
+        Value::Int(i64::from(self.0))
     }
 }
 
@@ -155,9 +195,9 @@ impl Cells for Flag {
 #[derive(Default, Clone, Copy)]
 pub struct UnknownNumber;
 
-impl Cells for UnknownNumber {
-    fn cells(self, out: &mut Vec<Value>) {
-        out.push(Value::Int(-1));
+impl Cell for UnknownNumber {
+    fn value(self) -> Value {
+        Value::Int(-1)
     }
 }
 
@@ -165,9 +205,9 @@ impl Cells for UnknownNumber {
 #[derive(Default, Clone, Copy)]
 pub struct UnknownText;
 
-impl Cells for UnknownText {
-    fn cells(self, out: &mut Vec<Value>) {
-        out.push(Value::empty());
+impl Cell for UnknownText {
+    fn value(self) -> Value {
+        Value::empty()
     }
 }
 
@@ -183,6 +223,21 @@ impl<const N: usize> Cells for Topics<N> {
 
     fn cells(self, out: &mut Vec<Value>) {
         push_topic_values(self.0, N, out);
+    }
+    fn json(self, keys: &mut JsonKeys<'_>, out: &mut String) {
+        let mut topics = self.0.into_iter();
+        for _ in 0..N {
+            match topics.next() {
+                Some((topic, value)) => {
+                    json_cell(keys, out, &Value::Str(topic));
+                    json_cell(keys, out, &Value::Int(i64::from(value)));
+                }
+                None => {
+                    json_cell(keys, out, &Value::empty());
+                    json_cell(keys, out, &Value::empty());
+                }
+            }
+        }
     }
 }
 
@@ -201,5 +256,70 @@ pub fn push_topic_values(topics: Vec<(String, u8)>, n: usize, out: &mut Vec<Valu
             Some((t, v)) => out.extend([Value::Str(t), Value::Int(i64::from(v))]),
             None => out.extend([Value::empty(), Value::empty()]),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::envelope::Reply;
+
+    table_row! {
+        /// Every field type of the hot paths.
+        pub struct Sample {
+            name: String = "Name",
+            count: i64 = "Count",
+            text: NumText = "Text",
+            day: Date = "Day",
+            none: Date = "None",
+            flag: Flag = "Flag",
+            yes: TrueFalse = "Yes",
+            kind: &'static str = "Kind",
+            unknown: UnknownNumber = "Unknown",
+            blank: UnknownText = "Blank",
+            topics: Topics<2> = "T",
+        }
+    }
+
+    fn sample() -> Sample {
+        Sample {
+            name: "a \"b\"".into(),
+            count: -3,
+            text: NumText(42),
+            day: Date(19_782),
+            flag: Flag(true),
+            yes: TrueFalse(false),
+            kind: "TextLink",
+            topics: Topics(vec![("News".into(), 7)]),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_typed_row_writes_the_json_its_cells_would() {
+        let render = |typed: bool| {
+            let mut t = Sample::table("Rows");
+            if typed {
+                t.add(sample());
+            } else {
+                let mut cells = Vec::new();
+                sample().cells(&mut cells);
+                t.push(cells);
+            }
+            let mut r = Reply::ok();
+            r.tables.push(t);
+            r.to_json()
+        };
+        let typed = render(true);
+        assert_eq!(typed, render(false));
+        let j: serde_json::Value = serde_json::from_str(&typed).unwrap();
+        let row = &j["DataTables"]["Rows"]["Data"][0];
+        assert_eq!(row["Text"], "42");
+        assert_eq!(row["Day"], "2024-02-29");
+        assert_eq!(row["None"], "");
+        assert_eq!(row["T_Topic_0"], "News");
+        assert_eq!(row["T_Value_0"], 7);
+        assert_eq!(row["T_Topic_1"], "");
+        assert_eq!(row.as_object().unwrap().len(), 14);
     }
 }
