@@ -65,8 +65,9 @@ impl PublishedSnapshot {
     }
 }
 
-/// Rows of one table memoised by encoded key (absent rows too), at most [`MEMO_ROWS`]:
-/// past that, rows are read but no longer kept.
+/// Rows of one table memoised by encoded key (absent rows too), at most [`MEMO_ROWS`]: a
+/// full memo starts over, so the rows asked for lately are the ones kept (a historic
+/// index may serve one snapshot for months).
 struct Memo<V>(Mutex<HashMap<Vec<u8>, Option<V>>>);
 
 impl<V> Default for Memo<V> {
@@ -106,9 +107,10 @@ impl<V: Clone> Memo<V> {
         let read = read(&missing)?;
         let mut kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
         for (&i, value) in missing.iter().zip(read) {
-            if kept.len() < MEMO_ROWS {
-                kept.insert(keys[i].clone(), value.clone());
+            if kept.len() >= MEMO_ROWS {
+                kept.clear();
             }
+            kept.insert(keys[i].clone(), value.clone());
             out[i] = value;
         }
         Ok(out)
@@ -694,5 +696,39 @@ impl ReadView {
         }
         it.status()?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    #[test]
+    fn a_memo_reads_each_row_once_and_starts_over_when_full() {
+        let memo: Memo<u64> = Memo::default();
+        let reads = Cell::new(0usize);
+        let get = |keys: &[Vec<u8>]| {
+            memo.get_or_read(keys, |at| {
+                reads.set(reads.get() + at.len());
+                Ok(at.iter().map(|&i| Some(keys[i][0] as u64)).collect())
+            })
+            .unwrap()
+        };
+        let key = |n: usize| n.to_be_bytes().to_vec();
+        assert_eq!(get(&[key(1), key(2)]), vec![Some(0), Some(0)]);
+        assert_eq!(get(&[key(2), key(3)]).len(), 2);
+        assert_eq!(reads.get(), 3, "the second read of key 2 came from memory");
+        for n in 10..10 + MEMO_ROWS {
+            get(&[key(n)]);
+        }
+        assert!(memo.0.lock().unwrap().len() <= MEMO_ROWS);
+        let before = reads.get();
+        get(&[key(9 + MEMO_ROWS)]);
+        assert_eq!(
+            reads.get(),
+            before,
+            "the latest row is kept after starting over"
+        );
     }
 }
