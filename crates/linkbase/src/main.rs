@@ -28,32 +28,56 @@ const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 const MI_PURGE_DELAY_DEFAULTS: [std::os::raw::c_long; 2] = [10, 1_000];
 /// The server's purge delay, milliseconds.
 const SERVE_PURGE_DELAY_MS: std::os::raw::c_long = 100;
+/// The incremental writer's: never (mimalloc's -1).
+const INCREMENTAL_PURGE_DELAY_MS: std::os::raw::c_long = -1;
 
-/// A server runs for weeks, so it gives freed memory back instead of keeping it:
-/// - It frees replies of tens of megabytes many times a second; mimalloc (Rust's
-///   allocations) returns freed memory only after a delay, and under load its default
-///   second alone held about a gigabyte (the abuse test: 1.3 GB peak with immediate
-///   purging against 2.0-2.9 GB without). A tenth of a second keeps memory for the next
-///   request instead: purging at once made every 50,000-row reply fault in and zero its
-///   pages afresh (a fifth of its CPU by `perf`; 100 -> 87 ms at the client).
-/// - RocksDB's allocations (blocks moving through the cache, memtables, compactions
-///   under fresh ingest) go through mimalloc too; the C library's malloc, which it used
-///   before, kept what was freed in per-thread arenas: about 250 MB more after each
-///   fresh ingest.
+/// Sets mimalloc's purge delay, the time freed memory is kept before it goes back to the
+/// system, for what this process does:
 ///
-/// Bulk builds keep the defaults: they reuse what they free.
-fn return_freed_memory() {
-    // SAFETY: both functions take and return integers and touch no memory of ours. They
-    // are called first thing in `serve`, before any other thread exists (the stores,
-    // their background threads and the runtime come after), so no thread reads the
-    // option while it changes. The option is changed only if it reads as one of its
-    // defaults, so a library whose options are numbered otherwise is left alone.
+/// - A server runs for weeks, so it gives freed memory back instead of keeping it
+///   (`SERVE_PURGE_DELAY_MS`):
+///   - It frees replies of tens of megabytes many times a second; mimalloc (Rust's
+///     allocations) returns freed memory only after a delay, and under load its default
+///     second alone held about a gigabyte (the abuse test: 1.3 GB peak with immediate
+///     purging against 2.0-2.9 GB without). A tenth of a second keeps memory for the
+///     next request instead: purging at once made every 50,000-row reply fault in and
+///     zero its pages afresh (a fifth of its CPU by `perf`; 100 -> 87 ms at the client).
+///   - RocksDB's allocations (blocks moving through the cache, memtables, compactions
+///     under fresh ingest) go through mimalloc too; the C library's malloc, which it used
+///     before, kept what was freed in per-thread arenas: about 250 MB more after each
+///     fresh ingest.
+/// - An incremental ingest never gives memory back (`INCREMENTAL_PURGE_DELAY_MS`): it
+///   frees and allocates batches and memtables again all the time, and `perf` showed 5%
+///   of its writer thread zeroing pages faulted in afresh. A 957k-link round took
+///   25.3-25.9 s against 26.7-29.2 s, for 8% more peak memory (2.53 against 2.34 GB).
+/// - Bulk builds keep the defaults: they reuse what they free, and never purging added
+///   half to their peak memory for no speed.
+///
+/// # Safety
+///
+/// No other thread may exist yet (none may read mimalloc's options while one changes).
+unsafe fn set_purge_delay(ms: std::os::raw::c_long) {
+    // SAFETY: both functions take and return integers and touch no memory of ours; the
+    // caller guarantees that no other thread reads the option while it changes. The
+    // option is changed only if it reads as one of its defaults, so a library whose
+    // options are numbered otherwise is left alone.
     unsafe {
         if MI_PURGE_DELAY_DEFAULTS.contains(&libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY))
         {
-            libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, SERVE_PURGE_DELAY_MS);
+            libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, ms);
         }
     }
+}
+
+/// True when an index already holds table files, so an ingest into it is incremental.
+/// Decided from the directory alone, before any store (and its threads) is opened; a
+/// store that holds rows has table files, since writers skip the WAL and flush on exit.
+fn has_table_files(index: &std::path::Path) -> bool {
+    std::fs::read_dir(index).is_ok_and(|entries| {
+        entries
+            .flatten()
+            .any(|e| e.path().extension().is_some_and(|x| x == "sst"))
+    })
 }
 
 #[derive(Parser)]
@@ -292,6 +316,11 @@ fn main() -> Result<()> {
             files,
         } => {
             let dir = DataDir::new(&data);
+            if incremental || has_table_files(&dir.index_path(index)) {
+                // SAFETY: only the command line was read so far: no store is open and no
+                // thread has started.
+                unsafe { set_purge_delay(INCREMENTAL_PURGE_DELAY_MS) };
+            }
             if dir.is_served() {
                 if index == IndexKind::Historic {
                     bail!(
@@ -414,7 +443,9 @@ fn main() -> Result<()> {
             run_flow(&store, &seeds, threads)
         }
         Command::Serve { flags } => {
-            return_freed_memory();
+            // SAFETY: first thing in `serve`: the stores, their background threads and
+            // the runtime come after.
+            unsafe { set_purge_delay(SERVE_PURGE_DELAY_MS) };
             serve(&flags.resolve()?, None)
         }
         Command::Keys(args) => keys::run(args),
