@@ -49,7 +49,8 @@ const INCREMENTAL_PURGE_DELAY_MS: std::os::raw::c_long = -1;
 /// - An incremental ingest never gives memory back (`INCREMENTAL_PURGE_DELAY_MS`): it
 ///   frees and allocates batches and memtables again all the time, and `perf` showed 5%
 ///   of its writer thread zeroing pages faulted in afresh. A 957k-link round took
-///   25.3-25.9 s against 26.7-29.2 s, for 8% more peak memory (2.53 against 2.34 GB).
+///   25.3-26.7 s against 26.7-29.2 s, for about 10% more peak memory (2.53-2.59 against
+///   2.33-2.34 GB).
 /// - Bulk builds keep the defaults: they reuse what they free, and never purging added
 ///   half to their peak memory for no speed.
 ///
@@ -316,11 +317,6 @@ fn main() -> Result<()> {
             files,
         } => {
             let dir = DataDir::new(&data);
-            if incremental || has_table_files(&dir.index_path(index)) {
-                // SAFETY: only the command line was read so far: no store is open and no
-                // thread has started.
-                unsafe { set_purge_delay(INCREMENTAL_PURGE_DELAY_MS) };
-            }
             if dir.is_served() {
                 if index == IndexKind::Historic {
                     bail!(
@@ -329,6 +325,11 @@ fn main() -> Result<()> {
                     );
                 }
                 return ingest_via_server(&dir, &files);
+            }
+            if incremental || has_table_files(&dir.index_path(index)) {
+                // SAFETY: only the command line and the data directory's files were read
+                // so far: no store is open and no thread has started.
+                unsafe { set_purge_delay(INCREMENTAL_PURGE_DELAY_MS) };
             }
             if !incremental && indexes::is_empty_index(&dir, index)? {
                 return bulk_ingest(&dir, index, &files, &bulk.options(), window_days);

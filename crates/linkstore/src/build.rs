@@ -393,7 +393,7 @@ impl Reducer {
     fn backlink_views(&mut self, key: &[u8], record: &[u8], emit: &mut Emit<'_>) -> Result<()> {
         let key = BacklinkKey::parse(key)?;
         let item_hash = key.item_hash;
-        let rec = key.decode_value(record)?.decode()?;
+        let rec = LinkRecord::decode(record)?;
         let items = Item::levels_of_url(&rec.target_url)
             .into_iter()
             .filter(|item| self.hasher.hash(item.level, &item.name) == item_hash);

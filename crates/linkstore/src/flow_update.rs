@@ -15,11 +15,9 @@ use crate::error::Result;
 use crate::item::Item;
 use crate::item::{host_of, root_domain, Level};
 use crate::metrics::ItemMetrics;
-use crate::record::{FlowPair, SOURCE_TOPICS, TARGET_TOPICS};
+use crate::record::{FlowPair, LinkRecord, SOURCE_TOPICS, TARGET_TOPICS};
 use crate::store::{prefix_successor, Store, CF_BACKLINKS, CF_META, CF_METRICS, CF_TOP_PAGES};
-use crate::table::{
-    put_row, BacklinkKey, EncodedRecord, MetricsKey, TableKey, TopPage, TopPageKey,
-};
+use crate::table::{put_row, BacklinkKey, EncodedRecord, MetricsKey, TopPage, TopPageKey};
 use rocksdb::{WriteBatch, WriteOptions};
 use std::path::{Path, PathBuf};
 use std::sync::MutexGuard;
@@ -287,7 +285,7 @@ impl FlowUpdate<'_> {
         it.seek(prefix);
         while let (Some(k), Some(v)) = (it.key(), it.value()) {
             let key = BacklinkKey::parse(k)?;
-            let mut rec = key.decode_value(v)?.decode()?;
+            let mut rec = LinkRecord::decode(v)?;
             let (source_flow, source_topics) = flow_of(&rec.source_url);
             let (target_flow, mut target_topics) = flow_of(&rec.target_url);
             rec.source_flow = source_flow;

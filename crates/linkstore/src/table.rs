@@ -137,10 +137,6 @@ impl EncodedRecord {
         self.0
     }
 
-    pub(crate) fn decode(&self) -> Result<LinkRecord> {
-        LinkRecord::decode(&self.0)
-    }
-
     fn encode(&self) -> Vec<u8> {
         self.0.clone()
     }

@@ -1116,15 +1116,16 @@ fn write_ranked<T: MemberRow>(batch: &mut SortedBatch, rows: &HashMap<Vec<u8>, T
         }
         let item_key = &key[..t.item_key_len];
         let kept = t.current.is_kept();
+        let ranked = t.current.ranked_key(item_key);
         if let Some(old) = &t.original {
-            let (old, new) = (old.ranked_key(item_key), t.current.ranked_key(item_key));
-            if !kept || old.encode() != new.encode() {
+            let old = old.ranked_key(item_key);
+            if !kept || old.encode() != ranked.encode() {
                 batch.delete(&old);
             }
         }
         let row = T::key(item_key, t.current.member());
         if kept {
-            batch.put(&t.current.ranked_key(item_key), &t.current);
+            batch.put(&ranked, &t.current);
             batch.put(&row, &t.current);
         } else {
             batch.delete(&row);

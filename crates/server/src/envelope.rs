@@ -41,7 +41,7 @@ impl Value {
         }
     }
 
-    pub(crate) fn json(&self, out: &mut String) {
+    fn json(&self, out: &mut String) {
         match self {
             Value::Int(i) => out.push_str(itoa::Buffer::new().format(*i)),
             Value::Str(s) => push_json_str(out, s),
@@ -148,9 +148,10 @@ pub(crate) trait DeferredRow: Send {
 pub struct JsonKeys<'k>(std::slice::Iter<'k, String>);
 
 impl JsonKeys<'_> {
-    /// Writes the next column's key; the value follows.
-    pub fn next(&mut self, out: &mut String) {
+    /// Writes the next column's key and `value`.
+    pub fn cell(&mut self, value: &Value, out: &mut String) {
         out.push_str(self.0.next().expect("one value per column"));
+        value.json(out);
     }
 }
 
@@ -344,8 +345,7 @@ impl Reply {
                     match row {
                         StoredRow::Cells(cells) => {
                             for v in &cells {
-                                row_keys.next(&mut out);
-                                v.json(&mut out);
+                                row_keys.cell(v, &mut out);
                             }
                         }
                         StoredRow::Typed(row) => row.write_json(&mut row_keys, &mut out),

@@ -25,7 +25,6 @@ pub fn download_ref_domain_analysis(ref_domains: i64) -> i64 {
     50_000 + 20 * ref_domains
 }
 
-/// Who a request acts for, and whether it pays.
 /// The globals a charged reply carries for each kind of unit, `(charged, remaining)`:
 /// IndexItemInfo, Analysis, Retrieval.
 pub const UNIT_GLOBALS: [(&str, &str); 3] = [
@@ -37,6 +36,7 @@ pub const UNIT_GLOBALS: [(&str, &str); 3] = [
     ("ChargedRetrievalResUnits", "RemainingRetrievalResUnits"),
 ];
 
+/// Who a request acts for, and whether it pays.
 pub struct Caller<'a> {
     pub principal: Principal,
     pub accounts: &'a Accounts,

@@ -16,16 +16,9 @@ pub trait Cells: Sized {
         let mut cells = Vec::new();
         self.cells(&mut cells);
         for v in &cells {
-            keys.next(out);
-            v.json(out);
+            keys.cell(v, out);
         }
     }
-}
-
-/// Writes one cell's key and value.
-fn json_cell(keys: &mut JsonKeys<'_>, out: &mut String, value: &Value) {
-    keys.next(out);
-    value.json(out);
 }
 
 /// A table row declared with [`table_row!`].
@@ -107,7 +100,7 @@ impl<C: Cell> Cells for C {
         out.push(self.value());
     }
     fn json(self, keys: &mut JsonKeys<'_>, out: &mut String) {
-        json_cell(keys, out, &self.value());
+        keys.cell(&self.value(), out);
     }
 }
 
@@ -229,12 +222,12 @@ impl<const N: usize> Cells for Topics<N> {
         for _ in 0..N {
             match topics.next() {
                 Some((topic, value)) => {
-                    json_cell(keys, out, &Value::Str(topic));
-                    json_cell(keys, out, &Value::Int(i64::from(value)));
+                    keys.cell(&Value::Str(topic), out);
+                    keys.cell(&Value::Int(i64::from(value)), out);
                 }
                 None => {
-                    json_cell(keys, out, &Value::empty());
-                    json_cell(keys, out, &Value::empty());
+                    keys.cell(&Value::empty(), out);
+                    keys.cell(&Value::empty(), out);
                 }
             }
         }
