@@ -386,6 +386,62 @@ fn the_api_answers_like_majestic() {
     assert_eq!(r[3]["Item"], hot.as_str());
     assert_eq!(mixed["ChargedIndexItemInfoResUnits"], 2);
 
+    // Rows rendered once are served again as they were, numbered by the new request,
+    // charged again, and only for the columns they were made with.
+    let again = srv.json(&[
+        ("cmd", "GetIndexItemInfo"),
+        ("items", "3"),
+        ("item0", &hot),
+        ("item1", "http://"),
+        ("item2", &domain),
+    ]);
+    let again_rows = again["DataTables"]["Results"]["Data"].as_array().unwrap();
+    let without_num = |row: &Value| {
+        let mut row = row.clone();
+        row.as_object_mut().unwrap().remove("ItemNum");
+        row
+    };
+    assert_eq!(without_num(&again_rows[0]), without_num(&r[3]));
+    assert_eq!(without_num(&again_rows[2]), without_num(&r[0]));
+    let nums: Vec<i64> = again_rows
+        .iter()
+        .map(|r| r["ItemNum"].as_i64().unwrap())
+        .collect();
+    assert_eq!(nums, [0, 1, 2]);
+    assert_eq!(again["ChargedIndexItemInfoResUnits"], 2);
+    assert_eq!(again["QueriedRootDomains"], mixed["QueriedRootDomains"]);
+    let one_topic = srv.json(&[
+        ("cmd", "GetIndexItemInfo"),
+        ("items", "1"),
+        ("item0", &domain),
+        ("DesiredTopics", "1"),
+    ]);
+    let one_topic_row = &one_topic["DataTables"]["Results"]["Data"][0];
+    assert!(one_topic_row.get("TopicalTrustFlow_Topic_0").is_some());
+    assert!(one_topic_row.get("TopicalTrustFlow_Topic_1").is_none());
+    assert_eq!(one_topic_row["ExtBackLinks"].as_i64(), Some(ext));
+    let xml = srv.xml(
+        "/api_command",
+        &[
+            ("cmd", "GetIndexItemInfo"),
+            ("items", "2"),
+            ("item0", &domain),
+            ("item1", &domain),
+        ],
+    );
+    let xml_rows: Vec<&str> = xml
+        .split("<Row>")
+        .skip(1)
+        .map(|r| r.split("</Row>").next().unwrap())
+        .collect();
+    assert_eq!(xml_rows.len(), 2, "{xml}");
+    assert!(xml_rows[0].starts_with(&format!("0|{domain}|OK|Found|{ext}|")));
+    assert_eq!(
+        xml_rows[0][1..],
+        xml_rows[1][1..],
+        "the same row after its number"
+    );
+
     // GetRefDomains: several items compared, per-item columns named after the item.
     let rd = srv.json(&[
         ("cmd", "GetRefDomains"),

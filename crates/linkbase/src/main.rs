@@ -530,6 +530,7 @@ fn context(
         downloads: server::Downloads::open(&dir.downloads_path(), notify.clone(), refunds)?,
         admission: server::admission::Admission::new(heavy.0, heavy.1),
         build_names: Default::default(),
+        info_rows: Default::default(),
     })
 }
 

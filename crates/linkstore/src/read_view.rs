@@ -14,6 +14,7 @@ use crate::store::{
 use crate::table::{AnchorKey, CountersKey, MetricsKey, PageKey, RefDomainKey, TableKey};
 use rocksdb::{ColumnFamily, Direction, IteratorMode, ReadOptions, DB};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use xxhash_rust::xxh3::xxh3_64;
 
@@ -49,6 +50,8 @@ impl OwnedSnapshot {
 /// memo goes with the snapshot when the next publish replaces it.
 pub(crate) struct PublishedSnapshot {
     snapshot: OwnedSnapshot,
+    /// Unique in the process: what [`ReadView::published_id`] names.
+    serial: u64,
     counters: Memo<Counters>,
     metrics: Memo<ItemMetrics>,
     pages: Memo<PageState>,
@@ -56,8 +59,10 @@ pub(crate) struct PublishedSnapshot {
 
 impl PublishedSnapshot {
     pub(crate) fn take(db: &Arc<DB>) -> PublishedSnapshot {
+        static SERIAL: AtomicU64 = AtomicU64::new(0);
         PublishedSnapshot {
             snapshot: OwnedSnapshot::take(db),
+            serial: SERIAL.fetch_add(1, Ordering::Relaxed),
             counters: Memo::default(),
             metrics: Memo::default(),
             pages: Memo::default(),
@@ -203,6 +208,14 @@ impl ReadView {
     /// The generation of backlink orderings and metrics this view serves.
     pub fn generation(&self) -> u8 {
         self.generation
+    }
+
+    /// What this view shows, named for callers that keep what they derive from it: equal
+    /// for views of one published snapshot and flow generation, different for any other
+    /// view in the process; `None` for a store never published (its views change as
+    /// batches commit, so nothing read through them may be kept).
+    pub fn published_id(&self) -> Option<(u64, u8)> {
+        self.snapshot.as_ref().map(|s| (s.serial, self.generation))
     }
 
     /// The value of one row in this view.

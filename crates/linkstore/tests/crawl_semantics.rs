@@ -843,14 +843,18 @@ fn summaries_read_again_through_a_snapshot_are_its_own_and_a_publish_shows_the_n
         )
     };
     apply_all(&store, &[page(1, T0)]);
+    assert_eq!(store.read().published_id(), None, "nothing published yet");
     store.publish();
     let first = store.read();
+    assert!(first.published_id().is_some());
+    assert_eq!(first.published_id(), store.read().published_id());
     assert_eq!(summary(&first), (1, true));
     assert_eq!(summary(&first), (1, true), "the same from memory");
     apply_all(&store, &[page(2, T0 + DAY)]);
     // Unpublished writes: the published snapshot's views still show what it holds.
     assert_eq!(summary(&store.read()), (1, true));
     store.publish();
+    assert_ne!(store.read().published_id(), first.published_id());
     assert_eq!(
         summary(&store.read()),
         (2, true),

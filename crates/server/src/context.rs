@@ -20,6 +20,8 @@ pub struct Context {
     pub admission: crate::admission::Admission,
     /// Each index's build date and ID as replies spell them.
     pub build_names: BuildNames,
+    /// GetIndexItemInfo rows rendered through the published views.
+    pub info_rows: crate::commands::InfoRowMemo,
 }
 
 /// `IndexBuildDate` and `UniqueIndexID` of each index, made once per update of it:

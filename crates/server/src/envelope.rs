@@ -8,7 +8,6 @@
 //! with pipe-joined `Headers` and `<Row>`s; a literal `|` is doubled and an empty value is
 //! a single space.
 
-use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::sync::Arc;
 
@@ -114,6 +113,14 @@ impl Columns {
     }
 }
 
+impl Columns {
+    /// The keys of the columns from `first` on, for rendering part of a row ahead (see
+    /// [`JsonKeys::rendered`]).
+    pub fn json_keys_from(&self, first: usize) -> JsonKeys<'_> {
+        JsonKeys(self.json_keys[first..].iter())
+    }
+}
+
 impl std::ops::Deref for Columns {
     type Target = [String];
     fn deref(&self) -> &[String] {
@@ -126,7 +133,7 @@ impl std::ops::Deref for Columns {
 /// all its cells at once.
 pub struct Table {
     pub name: String,
-    pub params: BTreeMap<String, Value>,
+    pub params: Vars,
     pub columns: Arc<Columns>,
     rows: Vec<StoredRow>,
 }
@@ -153,6 +160,15 @@ impl JsonKeys<'_> {
         out.push_str(self.0.next().expect("one value per column"));
         value.json(out);
     }
+
+    /// Appends `json`, the keys and values of the next `columns` columns rendered ahead
+    /// with [`Columns::json_keys_from`] of the same columns.
+    pub fn rendered(&mut self, columns: usize, json: &str, out: &mut String) {
+        for _ in 0..columns {
+            self.0.next().expect("one value per column");
+        }
+        out.push_str(json);
+    }
 }
 
 impl std::fmt::Debug for Table {
@@ -174,7 +190,7 @@ impl Table {
     pub fn with_columns(name: &str, columns: Arc<Columns>) -> Table {
         Table {
             name: name.to_string(),
-            params: BTreeMap::new(),
+            params: Vars::default(),
             columns,
             rows: Vec::new(),
         }
@@ -205,8 +221,8 @@ impl Table {
         self.rows.is_empty()
     }
 
-    pub fn param(&mut self, k: &str, v: impl Into<Value>) {
-        self.params.insert(k.to_string(), v.into());
+    pub fn param(&mut self, k: &'static str, v: impl Into<Value>) {
+        self.params.set(k, v);
     }
 
     /// The rows, leaving the table empty.
@@ -232,13 +248,46 @@ impl StoredRow {
     }
 }
 
+/// Named values (a reply's global variables, a table's parameters): set in any order,
+/// rendered in alphabetical order, a name set twice keeping its last value. A reply sets
+/// about 25, so a vector sorted once when the reply renders costs less than a map kept in
+/// order.
+#[derive(Debug, Default)]
+pub struct Vars(Vec<(&'static str, Value)>);
+
+impl Vars {
+    pub fn set(&mut self, name: &'static str, v: impl Into<Value>) {
+        self.0.push((name, v.into()));
+    }
+
+    /// The value last set for `name`.
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        self.0
+            .iter()
+            .rev()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v)
+    }
+
+    /// Each name once, with its last value, in alphabetical order.
+    fn in_order(&mut self) -> impl Iterator<Item = &(&'static str, Value)> {
+        // Stable: a name's values stay in the order they were set.
+        self.0.sort_by(|a, b| a.0.cmp(b.0));
+        let all = &self.0;
+        all.iter()
+            .enumerate()
+            .filter(|(i, (k, _))| all.get(i + 1).is_none_or(|(next, _)| next != k))
+            .map(|(_, global)| global)
+    }
+}
+
 /// A reply: success with globals and tables, or an error.
 #[derive(Debug, Default)]
 pub struct Reply {
     pub code: String,
     pub error_message: String,
     pub full_error: String,
-    pub globals: BTreeMap<&'static str, Value>,
+    pub globals: Vars,
     pub tables: Vec<Table>,
     /// Rows to charge when not every row is charged (a GetIndexItemInfo row refused for
     /// a bad item); not rendered.
@@ -264,7 +313,7 @@ impl Reply {
     }
 
     pub fn global(&mut self, k: &'static str, v: impl Into<Value>) {
-        self.globals.insert(k, v.into());
+        self.globals.set(k, v);
     }
 
     /// Cells in all tables: what rendering the reply costs, about.
@@ -291,29 +340,19 @@ impl Reply {
         let capacity = |cells: usize| chunk.min(1024 + cells * 32).saturating_add(4096);
         let mut out = String::with_capacity(capacity(self.cells()));
         out.push('{');
-        let mut first = true;
-        let mut field = |out: &mut String, k: &str, v: &Value| {
-            if !first {
-                out.push(',');
-            }
-            first = false;
-            push_json_str(out, k);
+        for (k, text) in [
+            ("\"Code\":", &self.code),
+            (",\"ErrorMessage\":", &self.error_message),
+            (",\"FullError\":", &self.full_error),
+        ] {
+            out.push_str(k);
+            push_json_str(&mut out, text);
+        }
+        for (k, v) in self.globals.in_order() {
+            out.push(',');
+            push_json_str(&mut out, k);
             out.push(':');
-            v.json(out);
-        };
-        field(&mut out, "Code", &Value::from(self.code.as_str()));
-        field(
-            &mut out,
-            "ErrorMessage",
-            &Value::from(self.error_message.as_str()),
-        );
-        field(
-            &mut out,
-            "FullError",
-            &Value::from(self.full_error.as_str()),
-        );
-        for (k, v) in &self.globals {
-            field(&mut out, k, v);
+            v.json(&mut out);
         }
         if !self.tables.is_empty() {
             out.push_str(",\"DataTables\":{");
@@ -323,7 +362,7 @@ impl Reply {
                 }
                 push_json_str(&mut out, &t.name);
                 out.push_str(":{\"Headers\":{");
-                for (j, (k, v)) in t.params.iter().enumerate() {
+                for (j, (k, v)) in t.params.in_order().enumerate() {
                     if j > 0 {
                         out.push(',');
                     }
@@ -385,7 +424,7 @@ impl Reply {
             xml_escape(&self.full_error)
         );
         out.push_str("<GlobalVars");
-        for (k, v) in &self.globals {
+        for (k, v) in self.globals.in_order() {
             let _ = write!(out, " {k}=\"{}\"", xml_escape(&v.text()));
         }
         out.push_str("/>");
@@ -400,7 +439,7 @@ impl Reply {
                     t.len(),
                     xml_escape(&headers.join("|"))
                 );
-                for (k, v) in &t.params {
+                for (k, v) in t.params.in_order() {
                     let _ = write!(out, " {k}=\"{}\"", xml_escape(&v.text()));
                 }
                 out.push('>');
@@ -536,6 +575,25 @@ mod tests {
         assert_eq!(j["DataTables"]["Results"]["Data"][0]["Total"], "-12");
         let text = sample().to_json();
         assert!(text.starts_with(r#"{"Code":"OK","ErrorMessage":"","FullError":"","IndexType":0"#));
+    }
+
+    #[test]
+    fn variables_render_in_alphabetical_order_with_their_last_value() {
+        let mut r = Reply::ok();
+        r.global("Zeta", 1);
+        r.global("Alpha", 2);
+        r.global("Zeta", 3);
+        r.global("Mid", "m");
+        assert_eq!(r.globals.get("Zeta"), Some(&Value::Int(3)));
+        assert_eq!(
+            r.to_json(),
+            r#"{"Code":"OK","ErrorMessage":"","FullError":"","Alpha":2,"Mid":"m","Zeta":3}"#
+        );
+        let mut r = Reply::ok();
+        r.global("Zeta", 1);
+        r.global("Alpha", 2);
+        r.global("Zeta", 3);
+        assert!(r.to_xml().contains(r#"<GlobalVars Alpha="2" Zeta="3"/>"#));
     }
 
     fn many_rows(n: usize) -> Reply {

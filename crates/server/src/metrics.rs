@@ -82,7 +82,7 @@ impl Metrics {
         }
         m.micros.fetch_add(elapsed.as_micros() as u64, Relaxed);
         for ((global, _), total) in UNITS.iter().zip(&self.charged) {
-            if let Some(Value::Int(n)) = reply.globals.get(*global) {
+            if let Some(Value::Int(n)) = reply.globals.get(global) {
                 total.fetch_add(u64::try_from(*n).unwrap_or(0), Relaxed);
             }
         }

@@ -37,14 +37,18 @@ fn decode(raw: &[u8]) -> Option<String> {
 impl Params {
     /// Parses the query string and (for POST) the body; either may be empty.
     pub fn parse(query: &[u8], body: &[u8]) -> Result<Params, ApiError> {
-        let mut map = HashMap::new();
+        let pairs = [query, body]
+            .iter()
+            .map(|s| s.iter().filter(|&&b| b == b'&').count() + 1)
+            .sum();
+        let mut map = HashMap::with_capacity(pairs);
         for source in [query, body] {
             for pair in source.split(|&b| b == b'&').filter(|p| !p.is_empty()) {
                 let (k, v) = match pair.iter().position(|&b| b == b'=') {
                     Some(i) => (&pair[..i], &pair[i + 1..]),
                     None => (pair, &b""[..]),
                 };
-                let (Some(k), Some(v)) = (decode(k), decode(v)) else {
+                let (Some(mut k), Some(v)) = (decode(k), decode(v)) else {
                     return Err(ApiError::new(
                         "MalformedRequest",
                         format!(
@@ -53,7 +57,8 @@ impl Params {
                         ),
                     ));
                 };
-                map.entry(k.to_ascii_lowercase()).or_insert(v);
+                k.make_ascii_lowercase();
+                map.entry(k).or_insert(v);
             }
         }
         Ok(Params { map })

@@ -2,7 +2,7 @@
 
 use super::{crawl_result, internal, item_count, parse_item, MAX_ITEMS};
 use crate::context::Context;
-use crate::envelope::{Columns, Reply, Value};
+use crate::envelope::{Columns, DeferredRow, JsonKeys, Reply, Value};
 use crate::error::ApiError;
 use crate::metering;
 use crate::params::Params;
@@ -11,7 +11,8 @@ use crate::row::{
     UnknownText,
 };
 use linkstore::{Counters, Item, ItemMetrics, Level, PageState};
-use std::sync::{Arc, OnceLock};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
 
 table_row! {
     /// A `Results` row, in Majestic's current column order (topic pairs follow it).
@@ -89,7 +90,6 @@ table_row! {
 impl InfoRow {
     /// The row of an item found (or not) in the index.
     fn of(
-        n: usize,
         raw: &str,
         item: &Item,
         c: Counters,
@@ -97,7 +97,6 @@ impl InfoRow {
         page: Option<PageState>,
     ) -> InfoRow {
         InfoRow {
-            item_num: n as i64,
             item: raw.to_string(),
             result_code: "OK",
             status: if c.ext_backlinks > 0 || c.indexed_urls > 0 {
@@ -146,9 +145,8 @@ impl InfoRow {
     }
 
     /// The row of an item the request got wrong: its own code, nothing else known.
-    fn refused(n: usize, raw: &str, e: &ApiError) -> InfoRow {
+    fn refused(raw: &str, e: &ApiError) -> InfoRow {
         InfoRow {
-            item_num: n as i64,
             item: raw.to_string(),
             result_code: e.code,
             status: "NotFound",
@@ -199,55 +197,91 @@ pub(super) fn get_index_item_info(ctx: &Context, p: &Params) -> Result<Reply, Ap
         .int("DesiredTopics", 3)?
         .clamp(0, MAX_DESIRED_TOPICS as i64) as usize;
     let all_topics = p.int("AddAllTopics", 0)? == 1;
-    // Each item stands alone: a missing or malformed one gets its own ResultCode.
-    let requested: Vec<(String, Result<Item, ApiError>)> = (0..count)
-        .map(|i| {
-            let name = format!("item{i}");
-            match p.required(&name) {
-                Ok(raw) => (raw.to_string(), parse_item(raw, &name)),
-                Err(e) => (String::new(), Err(e)),
+    let columns = columns(topics, all_topics);
+    let shape = RowShape {
+        view: view.published_id(),
+        topics,
+        all_topics,
+    };
+    // Each item stands alone: a missing or malformed one gets its own ResultCode. Rows
+    // rendered before for this view and shape are taken as they are.
+    let mut rows: Vec<Option<Result<Arc<RenderedInfoRow>, InfoRow>>> = Vec::with_capacity(count);
+    let mut unread: Vec<(usize, &str, Item)> = Vec::new();
+    for n in 0..count {
+        let name = format!("item{n}");
+        let raw = match p.required(&name) {
+            Ok(raw) => raw,
+            Err(e) => {
+                rows.push(Some(Err(InfoRow::refused("", &e))));
+                continue;
             }
-        })
-        .collect();
-    let found: Vec<Item> = requested
-        .iter()
-        .filter_map(|(_, i)| i.as_ref().ok().cloned())
-        .collect();
-    let counters = view.counters_many(&found).map_err(internal)?;
-    let metrics = view.metrics_many(&found).map_err(internal)?;
-    let mut t = crate::envelope::Table::with_columns("Results", columns(topics, all_topics));
+        };
+        if let Some(row) = ctx.info_rows.get(raw, &shape) {
+            rows.push(Some(Ok(row)));
+            continue;
+        }
+        match parse_item(raw, &name) {
+            Ok(item) => {
+                // Read below, with the other items not rendered yet.
+                unread.push((n, raw, item));
+                rows.push(None);
+            }
+            Err(e) => rows.push(Some(Err(InfoRow::refused(raw, &e)))),
+        }
+    }
+    let items: Vec<Item> = unread.iter().map(|(_, _, item)| item.clone()).collect();
+    let (counters, metrics) = if items.is_empty() {
+        (Vec::new(), Vec::new())
+    } else {
+        (
+            view.counters_many(&items).map_err(internal)?,
+            view.metrics_many(&items).map_err(internal)?,
+        )
+    };
+    for (((n, raw, item), c), m) in unread.into_iter().zip(counters).zip(metrics) {
+        let m = m.unwrap_or_default();
+        let page = if item.level == Level::Url {
+            view.page(&item.name).map_err(internal)?
+        } else {
+            None
+        };
+        let mut cells = Vec::with_capacity(columns.len());
+        InfoRow::of(raw, &item, c.unwrap_or_default(), &m, page).cells(&mut cells);
+        // The item's number is the reply's, not the row's.
+        cells.remove(0);
+        let categories = all_topics.then(|| trust_categories(&m.topics));
+        push_topic_values(m.topics, topics, &mut cells);
+        cells.extend(categories.map(Value::Str));
+        let row = Arc::new(RenderedInfoRow::new(item.level, cells, &columns));
+        ctx.info_rows.keep(raw, &shape, &row);
+        rows[n] = Some(Ok(row));
+    }
+    let mut t = crate::envelope::Table::with_columns("Results", columns);
     t.param("MaxTopicsRootDomain", 30);
     t.param("MaxTopicsSubDomain", 20);
     t.param("MaxTopicsURL", 10);
     t.param("TopicsCount", topics as i64);
     let mut queried = [0i64; 3];
-    let mut answered = counters.iter().zip(&metrics);
-    for (n, (raw, item)) in requested.iter().enumerate() {
-        let mut cells: Vec<Value> = Vec::with_capacity(t.columns.len());
-        match item {
-            Ok(item) => {
-                let (c, m) = answered.next().expect("one answer per parsed item");
-                queried[item.level as usize - 1] += 1;
-                let m = m.clone().unwrap_or_default();
-                let page = if item.level == Level::Url {
-                    view.page(&item.name).map_err(internal)?
-                } else {
-                    None
-                };
-                InfoRow::of(n, raw, item, c.unwrap_or_default(), &m, page).cells(&mut cells);
-                let categories = all_topics.then(|| trust_categories(&m.topics));
-                push_topic_values(m.topics, topics, &mut cells);
-                cells.extend(categories.map(Value::Str));
+    for (n, row) in rows.into_iter().enumerate() {
+        match row.expect("every item read above") {
+            Ok(row) => {
+                queried[row.level as usize - 1] += 1;
+                t.push_deferred(Box::new(NumberedRow { num: n, row }));
             }
-            Err(e) => {
-                InfoRow::refused(n, raw, e).cells(&mut cells);
+            Err(refused) => {
+                let mut cells: Vec<Value> = Vec::with_capacity(t.columns.len());
+                InfoRow {
+                    item_num: n as i64,
+                    ..refused
+                }
+                .cells(&mut cells);
                 push_topic_values(Vec::new(), topics, &mut cells);
                 if all_topics {
                     cells.push(Value::empty());
                 }
+                t.push(cells);
             }
         }
-        t.push(cells);
     }
     let mut reply = Reply::ok();
     ctx.globals(&mut reply, kind, &store)?;
@@ -255,7 +289,136 @@ pub(super) fn get_index_item_info(ctx: &Context, p: &Params) -> Result<Reply, Ap
     reply.global("QueriedSubDomains", queried[1]);
     reply.global("QueriedURLs", queried[2]);
     reply.global("QueriedURLsMayExist", 0);
-    reply.billed_rows = Some(found.len() as u64);
+    reply.billed_rows = Some(queried.iter().sum::<i64>() as u64);
     reply.tables.push(t);
     Ok(reply)
+}
+
+/// What a rendered row depends on besides its item: the view it was read through and the
+/// topic columns asked for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct RowShape {
+    view: Option<(u64, u8)>,
+    topics: usize,
+    all_topics: bool,
+}
+
+/// The `Results` row of a found item, all but its `ItemNum`: its cells (for XML) and
+/// their JSON (the keys and values of every column after `ItemNum`), made once.
+struct RenderedInfoRow {
+    level: Level,
+    cells: Vec<Value>,
+    json: String,
+}
+
+impl RenderedInfoRow {
+    /// `cells` are every column's but the first; `columns` the table's.
+    fn new(level: Level, cells: Vec<Value>, columns: &Columns) -> RenderedInfoRow {
+        let mut json = String::with_capacity(cells.len() * 32);
+        let mut keys = columns.json_keys_from(1);
+        for cell in &cells {
+            keys.cell(cell, &mut json);
+        }
+        RenderedInfoRow { level, cells, json }
+    }
+}
+
+/// A rendered row at its place in a reply.
+struct NumberedRow {
+    num: usize,
+    row: Arc<RenderedInfoRow>,
+}
+
+impl DeferredRow for NumberedRow {
+    fn into_cells(self: Box<Self>, out: &mut Vec<Value>) {
+        out.push(Value::Int(self.num as i64));
+        out.extend(self.row.cells.iter().cloned());
+    }
+
+    fn write_json(self: Box<Self>, keys: &mut JsonKeys<'_>, out: &mut String) {
+        keys.cell(&Value::Int(self.num as i64), out);
+        keys.rendered(self.row.cells.len(), &self.row.json, out);
+    }
+}
+
+/// Rendered `Results` rows of the items asked for lately, by the item as the request
+/// spelled it, each for the view and shape it was made for. Exact: a published view never
+/// changes, and a row made through another view or shape is never taken. At most
+/// [`KEPT_ROWS`]; a full memo starts over, like the store's own summary memos.
+#[derive(Default)]
+pub struct InfoRowMemo(Mutex<HashMap<Box<str>, KeptRow>>);
+
+/// A rendered row and what it was made for.
+struct KeptRow {
+    shape: RowShape,
+    row: Arc<RenderedInfoRow>,
+}
+
+/// Rows kept per context: about 20 MB at most (a row's cells and JSON take about 5 KB).
+const KEPT_ROWS: usize = 4_096;
+
+impl InfoRowMemo {
+    fn get(&self, raw: &str, shape: &RowShape) -> Option<Arc<RenderedInfoRow>> {
+        shape.view?;
+        let kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        kept.get(raw)
+            .filter(|kept| kept.shape == *shape)
+            .map(|kept| Arc::clone(&kept.row))
+    }
+
+    /// Keeps `row` for later requests, unless its view is not a published one.
+    fn keep(&self, raw: &str, shape: &RowShape, row: &Arc<RenderedInfoRow>) {
+        if shape.view.is_none() {
+            return;
+        }
+        let mut kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if kept.len() >= KEPT_ROWS {
+            kept.clear();
+        }
+        let kept_row = KeptRow {
+            shape: *shape,
+            row: Arc::clone(row),
+        };
+        kept.insert(raw.into(), kept_row);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_row_memo_keeps_published_rows_of_one_shape_and_starts_over_when_full() {
+        let memo = InfoRowMemo::default();
+        let shape = RowShape {
+            view: Some((7, 0)),
+            topics: 0,
+            all_topics: false,
+        };
+        let columns = columns(0, false);
+        let row = || {
+            let cells = vec![Value::empty(); columns.len() - 1];
+            Arc::new(RenderedInfoRow::new(Level::Url, cells, &columns))
+        };
+        memo.keep("a", &shape, &row());
+        assert!(memo.get("a", &shape).is_some());
+        let other_view = RowShape {
+            view: Some((8, 0)),
+            ..shape
+        };
+        let other_topics = RowShape { topics: 1, ..shape };
+        assert!(memo.get("a", &other_view).is_none());
+        assert!(memo.get("a", &other_topics).is_none());
+        let unpublished = RowShape {
+            view: None,
+            ..shape
+        };
+        memo.keep("b", &unpublished, &row());
+        assert!(memo.get("b", &unpublished).is_none(), "never kept");
+        for n in 0..KEPT_ROWS {
+            memo.keep(&n.to_string(), &shape, &row());
+        }
+        assert!(memo.0.lock().unwrap().len() <= KEPT_ROWS);
+        assert!(memo.get(&(KEPT_ROWS - 1).to_string(), &shape).is_some());
+    }
 }

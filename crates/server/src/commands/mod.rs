@@ -20,6 +20,7 @@ mod top_pages;
 mod topics;
 
 pub use command::Command;
+pub use item_info::InfoRowMemo;
 
 use crate::context::Context;
 use crate::envelope::Reply;
