@@ -3,6 +3,7 @@
 
 use crate::commands::{execute, Command};
 use crate::context::Context;
+use crate::deadlines::{Deadlines, Handling};
 use crate::envelope::Reply;
 use crate::error::ApiError;
 use crate::metering::Caller;
@@ -15,7 +16,7 @@ use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::TokioIo;
 use indexes::IndexKind;
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -27,7 +28,9 @@ use tokio::net::TcpListener;
 pub struct Limits {
     /// Largest request body accepted.
     pub max_body_bytes: usize,
-    /// Time a client has to send its request headers, and then its body.
+    /// Time a connection has to send each request head, counted from its last progress
+    /// (opened, a request handled, a byte of a reply written), and then the request's
+    /// body.
     pub read_timeout: Duration,
     /// Connections open at once; one more is closed as soon as it is accepted.
     pub max_connections: usize,
@@ -498,25 +501,31 @@ async fn serve_connection<IO>(svc: Arc<Service>, io: IO, peer: IpAddr)
 where
     IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let timeout = svc.limits.read_timeout;
-    let svc_limits = svc.limits.clone();
+    let limits = svc.limits.clone();
     svc.metrics.connection_opened();
     let counted = svc.clone();
+    let handling = Handling::default();
+    let io = Deadlines::new(
+        io,
+        limits.read_timeout,
+        limits.write_timeout,
+        handling.clone(),
+    );
     let service = service_fn(move |req| {
         let svc = svc.clone();
-        async move { Ok::<_, std::convert::Infallible>(handle(svc, req, peer).await) }
+        let handled = handling.start();
+        async move {
+            let reply = handle(svc, req, peer).await;
+            drop(handled);
+            Ok::<_, std::convert::Infallible>(reply)
+        }
     });
+    // The idle deadline of `Deadlines` bounds the time to send a request head, without
+    // hyper's timer per request.
     let _ = http1::Builder::new()
-        .timer(TokioTimer::new())
-        .header_read_timeout(timeout)
+        .header_read_timeout(None)
         .keep_alive(true)
-        .serve_connection(
-            TokioIo::new(crate::write_timeout::WriteTimeout::new(
-                io,
-                svc_limits.write_timeout,
-            )),
-            service,
-        )
+        .serve_connection(TokioIo::new(io), service)
         .await;
     counted.metrics.connection_closed();
 }

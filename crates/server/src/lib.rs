@@ -5,6 +5,7 @@ mod admin;
 pub mod admission;
 pub mod commands;
 mod context;
+mod deadlines;
 pub mod downloads;
 pub mod envelope;
 mod error;
@@ -19,7 +20,6 @@ pub mod params;
 mod priority;
 mod resellers;
 mod row;
-mod write_timeout;
 
 pub use accounts;
 pub use context::Context;
