@@ -128,12 +128,10 @@ fn render_held(
         match admission {
             Some(a) => {
                 let hold = a.hold_reply(text.len());
-                full(text)
-                    .map_frame(move |frame| {
-                        let _counted_until_written = &hold;
-                        frame
-                    })
-                    .boxed()
+                BodyExt::boxed(Held {
+                    body: Full::new(Bytes::from(text)),
+                    _counted_until_written: hold,
+                })
             }
             None => full(text),
         }
@@ -142,6 +140,36 @@ fn render_held(
         .header("content-type", ct)
         .body(body)
         .expect("valid response")
+}
+
+/// A whole reply and its place in the reply budget, given back when the body is dropped
+/// (written, or its connection gone). Its length is known, so it goes out with a
+/// `content-length`, not chunked.
+struct Held {
+    body: Full<Bytes>,
+    _counted_until_written: crate::admission::ReplyHold,
+}
+
+impl hyper::body::Body for Held {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, std::io::Error>>> {
+        std::pin::Pin::new(&mut self.body)
+            .poll_frame(cx)
+            .map_err(|never| match never {})
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
+    }
 }
 
 fn error_reply(e: ApiError) -> Reply {
@@ -573,6 +601,7 @@ pub async fn serve(
     let mut last_accept_error: Option<std::time::Instant> = None;
     let mut last_full: Option<std::time::Instant> = None;
     let places = Arc::new(tokio::sync::Semaphore::new(svc.limits.max_connections));
+    let threads = crate::connection_threads::ConnectionThreads::start()?;
     loop {
         let (stream, peer) = match listener.accept().await {
             Ok(connection) => connection,
@@ -604,8 +633,23 @@ pub async fn serve(
         let _ = stream.set_nodelay(true);
         let svc = svc.clone();
         let acceptor = acceptor.clone();
-        tokio::spawn(async move {
+        // Moved to the thread that serves it: registered again with that thread's runtime.
+        let stream = match stream.into_std() {
+            Ok(stream) => stream,
+            Err(e) => {
+                tracing::warn!(error = %e, "handing a connection to its thread failed");
+                continue;
+            }
+        };
+        threads.serve(async move {
             let _place = place;
+            let stream = match tokio::net::TcpStream::from_std(stream) {
+                Ok(stream) => stream,
+                Err(e) => {
+                    tracing::warn!(error = %e, "registering a connection failed");
+                    return;
+                }
+            };
             match acceptor {
                 None => serve_connection(svc, stream, peer).await,
                 Some(acceptor) => {

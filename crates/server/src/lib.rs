@@ -4,6 +4,7 @@
 mod admin;
 pub mod admission;
 pub mod commands;
+mod connection_threads;
 mod context;
 mod deadlines;
 pub mod downloads;
