@@ -297,6 +297,7 @@ fn the_api_answers_like_majestic() {
         vec![("RefDomain", &a_ref_domain)],
         vec![("RefDomain", &a_ref_domain), ("Mode", "1")],
         vec![("MaxSourceURLsPerRefDomain", "1")],
+        vec![("MaxSourceURLsPerRefDomain", "1"), ("Mode", "1")],
         vec![("MaxSourceURLsPerRefDomain", "3"), ("Mode", "1")],
         vec![("MaxSameSourceURLs", "1")],
         vec![("Filters", r#"NoFollow("1")"#)],

@@ -244,6 +244,9 @@ fn matches_from_counts(
     }
     match q.max_per_ref_domain {
         None => Ok(Some(live(c.ext_backlinks, c.deleted_links))),
+        // One per referring domain: as many as there are domains with a (live) link.
+        Some(1) if q.exclude_deleted => Ok(Some(c.ref_domains_live)),
+        Some(1) => Ok(Some(c.ref_domains)),
         Some(cap) => {
             // Summed over the referring domains, read in one bounded ranked scan.
             const MAX_DOMAINS: usize = 100_000;
