@@ -548,7 +548,7 @@ where
             Ok::<_, std::convert::Infallible>(reply)
         }
     });
-    // The idle deadline of `Deadlines` bounds the time to send a request head, without
+    // The request-head deadline of `Deadlines` bounds the time to send a head, without
     // hyper's timer per request.
     let _ = http1::Builder::new()
         .header_read_timeout(None)
