@@ -164,10 +164,7 @@ impl Sorter {
             group_len,
             group: Vec::new(),
             open: false,
-            pending: false,
-            pending_key: Vec::new(),
-            pending_value: Vec::new(),
-            value: Vec::new(),
+            handed_out: false,
             error: None,
         })
     }
@@ -183,12 +180,9 @@ pub struct Groups {
     group: Vec<u8>,
     /// True while the current group may have values left.
     open: bool,
-    /// A row read but not yet returned (`pending_key`, `pending_value`).
-    pending: bool,
-    pending_key: Vec<u8>,
-    pending_value: Vec<u8>,
-    /// The value last returned.
-    value: Vec<u8>,
+    /// The merge's current row was handed out as a value: the merge moves past it before
+    /// the next row is looked at. Rows are read where the merge holds them, not copied.
+    handed_out: bool,
     /// A read error met while yielding values; see [`Groups::take_error`].
     error: Option<Error>,
 }
@@ -199,12 +193,13 @@ impl Groups {
     pub fn next_group(&mut self, key: &mut Vec<u8>) -> Result<Option<Table>> {
         while self.advance() {}
         self.take_error()?;
-        if !self.pending && !self.read_row()? {
+        self.move_past_handed_out();
+        let Some((k, _)) = self.merge.peek()? else {
             return Ok(None);
-        }
-        let n = (self.group_len)(&self.pending_key);
+        };
+        let n = (self.group_len)(k);
         self.group.clear();
-        self.group.extend_from_slice(&self.pending_key[..n]);
+        self.group.extend_from_slice(&k[..n]);
         self.open = true;
         key.clear();
         key.extend_from_slice(&self.group[1..]);
@@ -213,47 +208,32 @@ impl Groups {
         ))
     }
 
-    /// Reads the next row into `pending_key` and `pending_value`; false at the end.
-    fn read_row(&mut self) -> Result<bool> {
-        let Some((k, v)) = self.merge.next()? else {
-            return Ok(false);
-        };
-        self.pending_key.clear();
-        self.pending_key.extend_from_slice(k);
-        self.pending_value.clear();
-        self.pending_value.extend_from_slice(v);
-        self.pending = true;
-        Ok(true)
+    fn move_past_handed_out(&mut self) {
+        if std::mem::take(&mut self.handed_out) {
+            self.merge.pop();
+        }
     }
 
-    /// Moves the current group's next value into `value`; false at the group's end or on
-    /// a read error (kept for `take_error`).
+    /// Moves to the current group's next row, which [`Merge::current`] then shows; false
+    /// at the group's end or on a read error (kept for `take_error`).
     fn advance(&mut self) -> bool {
         if !self.open {
             return false;
         }
-        if !self.pending {
-            match self.read_row() {
-                Ok(true) => {}
-                Ok(false) => {
-                    self.open = false;
-                    return false;
-                }
-                Err(e) => {
-                    self.error = Some(e);
-                    self.open = false;
-                    return false;
-                }
+        self.move_past_handed_out();
+        let in_group = match self.merge.peek() {
+            Ok(Some((k, _))) => {
+                (self.group_len)(k) == self.group.len() && k.starts_with(&self.group)
             }
-        }
-        let k = &self.pending_key;
-        if (self.group_len)(k) != self.group.len() || !k.starts_with(&self.group) {
-            self.open = false;
-            return false;
-        }
-        self.pending = false;
-        std::mem::swap(&mut self.value, &mut self.pending_value);
-        true
+            Ok(None) => false,
+            Err(e) => {
+                self.error = Some(e);
+                false
+            }
+        };
+        self.open = in_group;
+        self.handed_out = in_group;
+        in_group
     }
 
     /// The error that ended the last group's values early, if any.
@@ -265,7 +245,7 @@ impl Groups {
 impl Values for Groups {
     fn next_value(&mut self) -> Option<&[u8]> {
         if self.advance() {
-            Some(&self.value)
+            self.merge.current().map(|(_, v)| v)
         } else {
             None
         }
@@ -298,18 +278,32 @@ enum Merge {
 }
 
 impl Merge {
-    /// The next row (table byte + key, value) in order.
-    fn next(&mut self) -> Result<Option<(&[u8], &[u8])>> {
+    /// The current row (table byte + key, value) in order, reading it if needed; it stays
+    /// current until [`Merge::pop`].
+    fn peek(&mut self) -> Result<Option<(&[u8], &[u8])>> {
+        if let Merge::Runs(heap) = self {
+            heap.advance_if_popped()?;
+        }
+        Ok(self.current())
+    }
+
+    /// The row [`Merge::peek`] read last.
+    fn current(&self) -> Option<(&[u8], &[u8])> {
         match self {
             Merge::Memory { arena, rows, at } => {
-                let Some(r) = rows.get(*at) else {
-                    return Ok(None);
-                };
-                *at += 1;
+                let r = rows.get(*at)?;
                 let (o, k, v) = (r.offset as usize, r.key_len as usize, r.value_len as usize);
-                Ok(Some((&arena[o..o + k], &arena[o + k..o + k + v])))
+                Some((&arena[o..o + k], &arena[o + k..o + k + v]))
             }
-            Merge::Runs(heap) => heap.next(),
+            Merge::Runs(heap) => heap.top(),
+        }
+    }
+
+    /// Moves past the current row.
+    fn pop(&mut self) {
+        match self {
+            Merge::Memory { at, .. } => *at += 1,
+            Merge::Runs(heap) => heap.popped = true,
         }
     }
 }
@@ -352,15 +346,16 @@ impl RunReader {
 /// A binary min-heap of run readers by their current key.
 struct Heap {
     runs: Vec<RunReader>,
-    /// Set once the top's row was handed out: advance it before the next one.
-    advance_top: bool,
+    /// Set once the top's row was popped: its run reads its next row before the top is
+    /// looked at again.
+    popped: bool,
 }
 
 impl Heap {
     fn new(runs: Vec<RunReader>) -> Heap {
         let mut h = Heap {
             runs,
-            advance_top: false,
+            popped: false,
         };
         for i in (0..h.runs.len()).rev() {
             h.sift_down(i);
@@ -390,9 +385,8 @@ impl Heap {
         }
     }
 
-    fn next(&mut self) -> Result<Option<(&[u8], &[u8])>> {
-        if self.advance_top {
-            self.advance_top = false;
+    fn advance_if_popped(&mut self) -> Result<()> {
+        if std::mem::take(&mut self.popped) {
             if self.runs[0].advance()? {
                 self.sift_down(0);
             } else {
@@ -402,12 +396,12 @@ impl Heap {
                 self.sift_down(0);
             }
         }
-        if self.runs.is_empty() {
-            return Ok(None);
-        }
-        self.advance_top = true;
-        let top = &self.runs[0];
-        Ok(Some((&top.key, &top.value)))
+        Ok(())
+    }
+
+    /// The smallest current row of the runs.
+    fn top(&self) -> Option<(&[u8], &[u8])> {
+        self.runs.first().map(|r| (&r.key[..], &r.value[..]))
     }
 }
 
