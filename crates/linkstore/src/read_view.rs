@@ -248,6 +248,9 @@ impl ReadView {
     where
         K::Value: Clone,
     {
+        if encoded.is_empty() {
+            return Ok(Vec::new());
+        }
         let read = |at: &[usize]| {
             let keys: Vec<K> = at.iter().map(|&i| key(&encoded[i])).collect();
             self.rows(&keys)

@@ -111,9 +111,7 @@ impl Columns {
             .collect();
         Arc::new(Columns { names, json_keys })
     }
-}
 
-impl Columns {
     /// The keys of the columns from `first` on, for rendering part of a row ahead (see
     /// [`JsonKeys::rendered`]).
     pub fn json_keys_from(&self, first: usize) -> JsonKeys<'_> {
@@ -277,7 +275,7 @@ impl Vars {
         all.iter()
             .enumerate()
             .filter(|(i, (k, _))| all.get(i + 1).is_none_or(|(next, _)| next != k))
-            .map(|(_, global)| global)
+            .map(|(_, var)| var)
     }
 }
 

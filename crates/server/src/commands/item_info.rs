@@ -230,14 +230,8 @@ pub(super) fn get_index_item_info(ctx: &Context, p: &Params) -> Result<Reply, Ap
         }
     }
     let items: Vec<Item> = unread.iter().map(|(_, _, item)| item.clone()).collect();
-    let (counters, metrics) = if items.is_empty() {
-        (Vec::new(), Vec::new())
-    } else {
-        (
-            view.counters_many(&items).map_err(internal)?,
-            view.metrics_many(&items).map_err(internal)?,
-        )
-    };
+    let counters = view.counters_many(&items).map_err(internal)?;
+    let metrics = view.metrics_many(&items).map_err(internal)?;
     for (((n, raw, item), c), m) in unread.into_iter().zip(counters).zip(metrics) {
         let m = m.unwrap_or_default();
         let page = if item.level == Level::Url {
