@@ -513,7 +513,16 @@ impl ViewsOp {
         for _ in 0..GROUPS_PER_SLICE {
             let Some(table) = groups.next_group(key)? else {
                 // Every row this stage feeds is sorted before the next stage starts.
+                let mut push_failed = None;
+                reducer.finish(&mut |t, k, v| {
+                    if let Err(e) = combiner.push(t, k, v, &mut feed) {
+                        push_failed.get_or_insert(e);
+                    }
+                });
                 combiner.flush(&mut feed);
+                if let Some(e) = push_failed {
+                    return Err(e);
+                }
                 self.reducing = None;
                 if let Some(e) = failed.into_inner() {
                     return Err(e);
@@ -571,5 +580,6 @@ fn reduce_all(
             return Err(e);
         }
     }
+    reducer.finish(&mut |t, k, v| feed((t as u8, k, v)));
     Ok(())
 }

@@ -2,8 +2,8 @@
 //!
 //! A bulk build fills an empty store without reading it. It replays each page's crawls in
 //! time order ([`PageRows`]), which yields the page's final link records and the `links`
-//! and `pages` rows, plus every record's contributions to the views, encoded as rows of
-//! their tables. The builder sorts those rows by (table, key) and hands each group of
+//! and `pages` rows, plus every record's contributions to the views, summed per row
+//! (`ContributionSum`) and encoded as rows of their tables. The builder sorts those rows by (table, key) and hands each group of
 //! equal keys to a [`Reducer`], which emits the final row and the rows it feeds in later
 //! tables (a distinct member feeds its item's counters, a referring domain its ranked
 //! copy). Tables are reduced in [`Table::stage`] order, so every row a table receives
@@ -37,6 +37,9 @@ use crate::writer::ApplyStats;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
+
+mod contribution_sum;
+use contribution_sum::ContributionSum;
 
 /// A column family a bulk build writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -174,6 +177,7 @@ pub struct PageReport {
 pub struct PageRows {
     hasher: ItemHasher,
     contributions: Vec<Contribution>,
+    sum: ContributionSum,
     pub report: PageReport,
 }
 
@@ -183,6 +187,7 @@ impl PageRows {
         PageRows {
             hasher: ItemHasher::new(hash_bits),
             contributions: Vec::new(),
+            sum: ContributionSum::default(),
             report: PageReport::default(),
         }
     }
@@ -267,10 +272,10 @@ impl PageRows {
             self.contributions.clear();
             link_contributions(rec, 1, &self.hasher, 0, &mut self.contributions);
             for c in self.contributions.drain(..) {
-                let (table, key, value) = encode_contribution(c);
-                emit(table, key, value);
+                self.sum.add(c, emit);
             }
         }
+        self.sum.flush(emit);
         Ok(())
     }
 }
@@ -289,84 +294,6 @@ fn emit_row<K: BuiltKey>(emit: &mut Emit<'_>, key: &K, value: &K::Value) {
     emit(table, key, value);
 }
 
-fn encode_contribution(c: Contribution) -> (Table, Vec<u8>, Vec<u8>) {
-    match c {
-        Contribution::Counters { item_key, delta } => row(&CountersKey(&item_key), &delta),
-        Contribution::Distinct {
-            item_key,
-            kind,
-            member,
-            sign,
-        } => {
-            let key = DistinctKey {
-                item_key: &item_key,
-                kind,
-                member: &member,
-            };
-            row(&key, &Count(sign))
-        }
-        Contribution::RefDomain {
-            item_key,
-            domain,
-            sign,
-            deleted,
-            nofollow,
-            first_seen,
-            last_seen,
-        } => {
-            let key = RefDomainKey {
-                item_key: &item_key,
-                domain: &domain,
-            };
-            let value = RefDomain {
-                domain: String::new(),
-                links: sign,
-                deleted_links: deleted,
-                nofollow_links: nofollow,
-                first_seen,
-                last_seen,
-            };
-            row(&key, &value)
-        }
-        Contribution::Anchor {
-            item_key,
-            text,
-            sign,
-            deleted,
-            nofollow,
-        } => {
-            let key = AnchorKey {
-                item_key: &item_key,
-                text: &text,
-            };
-            let value = AnchorText {
-                text: String::new(),
-                ref_domains: 0,
-                links: sign,
-                deleted_links: deleted,
-                nofollow_links: nofollow,
-            };
-            row(&key, &value)
-        }
-        Contribution::Timeline {
-            item_key,
-            day,
-            delta,
-        } => row(
-            &TimelineKey {
-                item_key: &item_key,
-                day,
-            },
-            &delta,
-        ),
-        Contribution::Backlink { key, record } => {
-            let record = record.expect("bulk builds only add records");
-            (BacklinkKey::TABLE, key.encode(), record.into_bytes())
-        }
-        Contribution::Expiry { key, .. } => row(&key, &Empty),
-    }
-}
-
 /// The values of one group, read one at a time: a group can hold more values than fit
 /// in memory (a sorter streams them from its runs).
 pub trait Values {
@@ -377,6 +304,10 @@ pub trait Values {
 pub struct Reducer {
     hasher: ItemHasher,
     contributions: Vec<Contribution>,
+    /// Contributions of the backlinks of the target item hash `summing`, summed until
+    /// the next item's backlinks (or another table's rows) come.
+    sum: ContributionSum,
+    summing: Option<u64>,
 }
 
 impl Reducer {
@@ -384,7 +315,16 @@ impl Reducer {
         Reducer {
             hasher: ItemHasher::new(hash_bits),
             contributions: Vec::new(),
+            sum: ContributionSum::default(),
+            summing: None,
         }
+    }
+
+    /// Emits what the last groups' contributions still hold: call after the last group of
+    /// a sorter, before its fed rows are sorted.
+    pub fn finish(&mut self, emit: &mut Emit<'_>) {
+        self.sum.flush(emit);
+        self.summing = None;
     }
 
     /// A backlink row's share of its target item's views: the target contributions of
@@ -393,14 +333,17 @@ impl Reducer {
     fn backlink_views(&mut self, key: &[u8], record: &[u8], emit: &mut Emit<'_>) -> Result<()> {
         let key = BacklinkKey::parse(key)?;
         let item_hash = key.item_hash;
+        if self.summing != Some(item_hash) {
+            self.finish(emit);
+            self.summing = Some(item_hash);
+        }
         let rec = LinkRecord::decode(record)?;
         let items = Item::levels_of_url(&rec.target_url)
             .into_iter()
             .filter(|item| self.hasher.hash(item.level, &item.name) == item_hash);
         target_contributions(&rec, 1, items, &self.hasher, &mut self.contributions);
         for c in self.contributions.drain(..) {
-            let (table, key, value) = encode_contribution(c);
-            emit(table, key, value);
+            self.sum.add(c, emit);
         }
         Ok(())
     }
@@ -414,6 +357,9 @@ impl Reducer {
         values: &mut dyn Values,
         emit: &mut Emit<'_>,
     ) -> Result<()> {
+        if table != Table::Backlinks && self.summing.is_some() {
+            self.finish(emit);
+        }
         match table {
             Table::Backlinks => {
                 // One row per key, as below; its record feeds the target's views.
@@ -463,13 +409,16 @@ impl Reducer {
             }
             Table::RefDomains => {
                 let key = RefDomainKey::parse(key)?;
-                let mut acc: Option<RefDomain> = None;
-                while let Some(v) = values.next_value() {
-                    fold_ref_domain(&mut acc, key.decode_value(v)?);
-                }
-                let Some(row) = acc.filter(|r| r.links > 0) else {
-                    return Ok(());
+                let mut row = RefDomain {
+                    domain: key.domain.to_string(),
+                    ..Default::default()
                 };
+                while let Some(v) = values.next_value() {
+                    fold_ref_domain(&mut row, &key.decode_value(v)?);
+                }
+                if row.links <= 0 {
+                    return Ok(());
+                }
                 let live = i64::from(row.live_links() > 0);
                 let delta = ref_domain_counters(&row.domain, 1, live);
                 emit_row(emit, &CountersKey(key.item_key), &delta);
@@ -482,13 +431,16 @@ impl Reducer {
             }
             Table::Anchors => {
                 let key = AnchorKey::parse(key)?;
-                let mut acc: Option<AnchorText> = None;
-                while let Some(v) = values.next_value() {
-                    fold_anchor(&mut acc, key.decode_value(v)?);
-                }
-                let Some(row) = acc.filter(|r| r.links > 0) else {
-                    return Ok(());
+                let mut row = AnchorText {
+                    text: key.text.to_string(),
+                    ..Default::default()
                 };
+                while let Some(v) = values.next_value() {
+                    fold_anchor(&mut row, &key.decode_value(v)?);
+                }
+                if row.links <= 0 {
+                    return Ok(());
+                }
                 let ranked = RankedAnchorKey {
                     item_key: key.item_key,
                     row: &row,
@@ -515,7 +467,7 @@ impl Reducer {
                 let key = TimelineKey::parse(key)?;
                 let mut acc = TimelineDelta::default();
                 while let Some(v) = values.next_value() {
-                    fold_timeline(&mut acc, key.decode_value(v)?);
+                    fold_timeline(&mut acc, &key.decode_value(v)?);
                 }
                 if acc.found != 0 || acc.lost != 0 {
                     emit_row(emit, &key, &acc);
@@ -534,32 +486,24 @@ impl Reducer {
     }
 }
 
-fn fold_ref_domain(acc: &mut Option<RefDomain>, d: RefDomain) {
-    match acc {
-        None => *acc = Some(d),
-        Some(a) => {
-            a.links += d.links;
-            a.deleted_links += d.deleted_links;
-            a.nofollow_links += d.nofollow_links;
-            a.first_seen = min_nonzero(a.first_seen, d.first_seen);
-            a.last_seen = a.last_seen.max(d.last_seen);
-        }
-    }
+/// Folds one referring-domain contribution into a sum (a default row is the empty sum).
+fn fold_ref_domain(acc: &mut RefDomain, d: &RefDomain) {
+    acc.links += d.links;
+    acc.deleted_links += d.deleted_links;
+    acc.nofollow_links += d.nofollow_links;
+    acc.first_seen = min_nonzero(acc.first_seen, d.first_seen);
+    acc.last_seen = acc.last_seen.max(d.last_seen);
 }
 
-fn fold_anchor(acc: &mut Option<AnchorText>, a: AnchorText) {
-    match acc {
-        None => *acc = Some(a),
-        Some(s) => {
-            s.ref_domains += a.ref_domains;
-            s.links += a.links;
-            s.deleted_links += a.deleted_links;
-            s.nofollow_links += a.nofollow_links;
-        }
-    }
+/// Folds one anchor-text contribution into a sum (a default row is the empty sum).
+fn fold_anchor(acc: &mut AnchorText, a: &AnchorText) {
+    acc.ref_domains += a.ref_domains;
+    acc.links += a.links;
+    acc.deleted_links += a.deleted_links;
+    acc.nofollow_links += a.nofollow_links;
 }
 
-fn fold_timeline(acc: &mut TimelineDelta, d: TimelineDelta) {
+fn fold_timeline(acc: &mut TimelineDelta, d: &TimelineDelta) {
     acc.found += d.found;
     acc.lost += d.lost;
 }
@@ -586,18 +530,18 @@ pub fn combine(table: Table, a: &[u8], b: &[u8]) -> Result<Option<Vec<u8>>> {
         }
         // Values alone: the member is the key's, and neither value nor result holds it.
         Table::RefDomains => {
-            let mut acc = Some(RefDomain::decode("", a)?);
-            fold_ref_domain(&mut acc, RefDomain::decode("", b)?);
-            acc.expect("folded into Some").encode()
+            let mut acc = RefDomain::decode("", a)?;
+            fold_ref_domain(&mut acc, &RefDomain::decode("", b)?);
+            acc.encode()
         }
         Table::Anchors => {
-            let mut acc = Some(AnchorText::decode("", a)?);
-            fold_anchor(&mut acc, AnchorText::decode("", b)?);
-            acc.expect("folded into Some").encode()
+            let mut acc = AnchorText::decode("", a)?;
+            fold_anchor(&mut acc, &AnchorText::decode("", b)?);
+            acc.encode()
         }
         Table::Timeline => {
             let mut acc = TimelineDelta::decode(a)?;
-            fold_timeline(&mut acc, TimelineDelta::decode(b)?);
+            fold_timeline(&mut acc, &TimelineDelta::decode(b)?);
             acc.encode()
         }
     }))

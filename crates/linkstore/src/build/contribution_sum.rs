@@ -1,0 +1,332 @@
+//! Contributions summed by the row they change before they are encoded.
+//!
+//! A bulk build meets an item's contributions together: a page's link records all
+//! contribute to the page's (and its host's and domain's) counters, and a target item's
+//! backlinks are reduced one after another (backlink keys start with the item hash). Most
+//! of those contributions land on a few rows (the item's counters, a day of its
+//! timeline, one referring domain), so summing them here, typed, means each row is
+//! encoded, combined and sorted once instead of once per link.
+//!
+//! Every view row is a sum (counts), a minimum or a maximum of its contributions, so a
+//! partial sum is itself a valid contribution: flushing early (at the memory bound) only
+//! leaves more rows for the reduction to fold.
+
+use super::{emit_row, fold_anchor, fold_ref_domain, fold_timeline, Emit};
+use crate::aggregate::{accumulate, AnchorText, Counters, RefDomain, TimelineDelta};
+use crate::keys::DistinctKind;
+use crate::table::{
+    row, AnchorKey, BacklinkKey, BuiltKey, Count, CountersKey, DistinctKey, Empty, RefDomainKey,
+    TableKey, TimelineKey,
+};
+use crate::views::Contribution;
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
+
+/// Bytes of members held before the sum is flushed whatever the caller does: a hot
+/// item's backlinks bring hundreds of thousands of referring domains and addresses.
+const BUDGET: usize = 8 << 20;
+
+/// Bookkeeping bytes counted per member besides its text.
+const MEMBER_OVERHEAD: usize = 64;
+
+/// The summed rows of one item.
+#[derive(Default)]
+struct ItemSum {
+    key: Vec<u8>,
+    counters: Option<Counters>,
+    distinct: HashMap<(DistinctKind, String), i64>,
+    ref_domains: HashMap<String, RefDomain>,
+    anchors: HashMap<String, AnchorText>,
+    /// Few days per item: a build's links were mostly found on a few crawl days.
+    timeline: Vec<(u32, TimelineDelta)>,
+}
+
+impl ItemSum {
+    fn emit(&mut self, emit: &mut Emit<'_>) {
+        let item_key = self.key.as_slice();
+        if let Some(delta) = self.counters.take() {
+            emit_row(emit, &CountersKey(item_key), &delta);
+        }
+        for ((kind, member), n) in self.distinct.drain() {
+            let key = DistinctKey {
+                item_key,
+                kind,
+                member: &member,
+            };
+            emit_row(emit, &key, &Count(n));
+        }
+        for (domain, value) in self.ref_domains.drain() {
+            let key = RefDomainKey {
+                item_key,
+                domain: &domain,
+            };
+            emit_row(emit, &key, &value);
+        }
+        for (text, value) in self.anchors.drain() {
+            let key = AnchorKey {
+                item_key,
+                text: &text,
+            };
+            emit_row(emit, &key, &value);
+        }
+        for (day, delta) in self.timeline.drain(..) {
+            emit_row(emit, &TimelineKey { item_key, day }, &delta);
+        }
+    }
+}
+
+/// Sums contributions per item and row (see the module documentation).
+pub(crate) struct ContributionSum {
+    /// `items[..live]` hold sums; the rest keep their maps' memory for the next items.
+    items: Vec<ItemSum>,
+    live: usize,
+    bytes: usize,
+    budget: usize,
+}
+
+impl Default for ContributionSum {
+    fn default() -> ContributionSum {
+        ContributionSum::with_budget(BUDGET)
+    }
+}
+
+impl ContributionSum {
+    fn with_budget(budget: usize) -> ContributionSum {
+        ContributionSum {
+            items: Vec::new(),
+            live: 0,
+            bytes: 0,
+            budget,
+        }
+    }
+
+    /// Adds one contribution. Rows that are not sums (backlinks, expiry) are emitted at
+    /// once.
+    pub(crate) fn add(&mut self, c: Contribution, emit: &mut Emit<'_>) {
+        match c {
+            Contribution::Counters { item_key, delta } => {
+                let sum = self.item(&item_key);
+                match &mut sum.counters {
+                    Some(acc) => accumulate(acc, &delta),
+                    None => sum.counters = Some(delta),
+                }
+            }
+            Contribution::Distinct {
+                item_key,
+                kind,
+                member,
+                sign,
+            } => {
+                let len = member.len();
+                let added = match self.item(&item_key).distinct.entry((kind, member)) {
+                    Entry::Occupied(mut n) => {
+                        *n.get_mut() += sign;
+                        false
+                    }
+                    Entry::Vacant(n) => {
+                        n.insert(sign);
+                        true
+                    }
+                };
+                if added {
+                    self.bytes += len + MEMBER_OVERHEAD;
+                }
+            }
+            Contribution::RefDomain {
+                item_key,
+                domain,
+                sign,
+                deleted,
+                nofollow,
+                first_seen,
+                last_seen,
+            } => {
+                let share = RefDomain {
+                    domain: String::new(),
+                    links: sign,
+                    deleted_links: deleted,
+                    nofollow_links: nofollow,
+                    first_seen,
+                    last_seen,
+                };
+                let len = domain.len();
+                let added = match self.item(&item_key).ref_domains.entry(domain) {
+                    Entry::Occupied(mut row) => {
+                        fold_ref_domain(row.get_mut(), &share);
+                        false
+                    }
+                    Entry::Vacant(row) => {
+                        row.insert(share);
+                        true
+                    }
+                };
+                if added {
+                    self.bytes += len + MEMBER_OVERHEAD;
+                }
+            }
+            Contribution::Anchor {
+                item_key,
+                text,
+                sign,
+                deleted,
+                nofollow,
+            } => {
+                let share = AnchorText {
+                    text: String::new(),
+                    ref_domains: 0,
+                    links: sign,
+                    deleted_links: deleted,
+                    nofollow_links: nofollow,
+                };
+                let len = text.len();
+                let added = match self.item(&item_key).anchors.entry(text) {
+                    Entry::Occupied(mut row) => {
+                        fold_anchor(row.get_mut(), &share);
+                        false
+                    }
+                    Entry::Vacant(row) => {
+                        row.insert(share);
+                        true
+                    }
+                };
+                if added {
+                    self.bytes += len + MEMBER_OVERHEAD;
+                }
+            }
+            Contribution::Timeline {
+                item_key,
+                day,
+                delta,
+            } => {
+                let sum = self.item(&item_key);
+                match sum.timeline.iter_mut().find(|(d, _)| *d == day) {
+                    Some((_, acc)) => fold_timeline(acc, &delta),
+                    None => sum.timeline.push((day, delta)),
+                }
+            }
+            Contribution::Backlink { key, record } => {
+                let record = record.expect("bulk builds only add records");
+                emit(BacklinkKey::TABLE, key.encode(), record.into_bytes());
+            }
+            Contribution::Expiry { key, .. } => {
+                let (table, key, value) = row(&key, &Empty);
+                emit(table, key, value);
+            }
+        }
+        if self.bytes >= self.budget {
+            self.flush(emit);
+        }
+    }
+
+    /// Emits every summed row and starts over.
+    pub(crate) fn flush(&mut self, emit: &mut Emit<'_>) {
+        for sum in &mut self.items[..self.live] {
+            sum.emit(emit);
+        }
+        self.live = 0;
+        self.bytes = 0;
+    }
+
+    /// The sum of `item_key`'s rows, started if new. Linear: a sum holds the few items of
+    /// one page or one target item between flushes.
+    fn item(&mut self, item_key: &[u8]) -> &mut ItemSum {
+        let live = &self.items[..self.live];
+        let i = match live.iter().position(|s| s.key == item_key) {
+            Some(i) => i,
+            None => {
+                if self.live == self.items.len() {
+                    self.items.push(ItemSum::default());
+                }
+                let sum = &mut self.items[self.live];
+                sum.key.clear();
+                sum.key.extend_from_slice(item_key);
+                self.bytes += item_key.len() + MEMBER_OVERHEAD;
+                self.live += 1;
+                self.live - 1
+            }
+        };
+        &mut self.items[i]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::build::{combine, Table};
+    use std::collections::BTreeMap;
+
+    /// A hot item's contributions, summed within a tiny budget (many early flushes) and
+    /// within the default one, give the same rows once a reduction folds them.
+    #[test]
+    fn early_flushes_fold_to_the_same_rows() {
+        fn contributions(item: &'static [u8]) -> impl Iterator<Item = Contribution> {
+            (0..2_000u32).flat_map(move |i| {
+                let item_key = item.to_vec();
+                [
+                    Contribution::Distinct {
+                        item_key: item_key.clone(),
+                        kind: DistinctKind::RefIp,
+                        member: format!("10.0.{}.{}", i % 7, i % 11),
+                        sign: 1,
+                    },
+                    Contribution::RefDomain {
+                        item_key: item_key.clone(),
+                        domain: format!("d{}.example", i % 13),
+                        sign: 1,
+                        deleted: i64::from(i % 5 == 0),
+                        nofollow: 0,
+                        first_seen: 100 + i % 17,
+                        last_seen: 200 + i % 19,
+                    },
+                    Contribution::Anchor {
+                        item_key: item_key.clone(),
+                        text: format!("anchor {}", i % 3),
+                        sign: 1,
+                        deleted: 0,
+                        nofollow: i64::from(i % 2 == 0),
+                    },
+                    Contribution::Timeline {
+                        item_key: item_key.clone(),
+                        day: 100 + i % 3,
+                        delta: TimelineDelta { found: 1, lost: 0 },
+                    },
+                    Contribution::Counters {
+                        item_key,
+                        delta: Counters {
+                            ext_backlinks: 1,
+                            first_link_day: i64::from(100 + i % 17),
+                            ..Default::default()
+                        },
+                    },
+                ]
+            })
+        }
+        let folded = |budget: usize| {
+            let mut sum = ContributionSum::with_budget(budget);
+            let mut rows: BTreeMap<(Table, Vec<u8>), Vec<u8>> = BTreeMap::new();
+            let mut emitted = 0;
+            let mut emit = |table: Table, key: Vec<u8>, value: Vec<u8>| {
+                emitted += 1;
+                match rows.get_mut(&(table, key.clone())) {
+                    Some(acc) => *acc = combine(table, acc, &value).unwrap().unwrap(),
+                    None => {
+                        rows.insert((table, key), value);
+                    }
+                }
+            };
+            for item in [b"item-a".as_slice(), b"item-b".as_slice()] {
+                for c in contributions(item) {
+                    sum.add(c, &mut emit);
+                }
+            }
+            sum.flush(&mut emit);
+            (rows, emitted)
+        };
+        let (small, small_emitted) = folded(256);
+        let (large, large_emitted) = folded(BUDGET);
+        assert_eq!(small, large);
+        // 2 items x (77 addresses, 13 domains, 3 anchors, 3 days, 1 counters row).
+        assert_eq!(large_emitted, 2 * (77 + 13 + 3 + 3 + 1));
+        assert!(small_emitted > 10 * large_emitted, "{small_emitted} rows");
+    }
+}
