@@ -304,10 +304,11 @@ pub trait Values {
 pub struct Reducer {
     hasher: ItemHasher,
     contributions: Vec<Contribution>,
-    /// Contributions of the backlinks of the target item hash `summing`, summed until
-    /// the next item's backlinks (or another table's rows) come.
+    /// What the groups of one table and item hash (`summing`) feed, summed until the
+    /// next item's groups come: a target item's backlinks feed its views, its distinct
+    /// members and referring domains its counters.
     sum: ContributionSum,
-    summing: Option<u64>,
+    summing: Option<(Table, u64)>,
 }
 
 impl Reducer {
@@ -333,10 +334,6 @@ impl Reducer {
     fn backlink_views(&mut self, key: &[u8], record: &[u8], emit: &mut Emit<'_>) -> Result<()> {
         let key = BacklinkKey::parse(key)?;
         let item_hash = key.item_hash;
-        if self.summing != Some(item_hash) {
-            self.finish(emit);
-            self.summing = Some(item_hash);
-        }
         let rec = LinkRecord::decode(record)?;
         let items = Item::levels_of_url(&rec.target_url)
             .into_iter()
@@ -357,8 +354,14 @@ impl Reducer {
         values: &mut dyn Values,
         emit: &mut Emit<'_>,
     ) -> Result<()> {
-        if table != Table::Backlinks && self.summing.is_some() {
+        let sums = matches!(
+            table,
+            Table::Backlinks | Table::Distinct | Table::RefDomains
+        );
+        let lead = sums.then(|| (table, table.partition_hash(key)));
+        if self.summing != lead {
             self.finish(emit);
+            self.summing = lead;
         }
         match table {
             Table::Backlinks => {
@@ -388,22 +391,11 @@ impl Reducer {
                 }
                 emit_row(emit, &key, &Count(n));
                 match distinct_feed(key.kind, 1) {
-                    DistinctFeed::Counters(delta) => {
-                        emit_row(emit, &CountersKey(key.item_key), &delta)
-                    }
+                    DistinctFeed::Counters(delta) => self.sum.add_counters(key.item_key, &delta),
                     DistinctFeed::Nothing => {}
                     DistinctFeed::AnchorRefDomains => {
                         let text = anchor_of_member(key.member);
-                        let row = AnchorText {
-                            text: text.to_string(),
-                            ref_domains: 1,
-                            ..Default::default()
-                        };
-                        let key = AnchorKey {
-                            item_key: key.item_key,
-                            text,
-                        };
-                        emit_row(emit, &key, &row);
+                        self.sum.add_anchor_ref_domain(key.item_key, text, emit);
                     }
                 }
             }
@@ -421,7 +413,7 @@ impl Reducer {
                 }
                 let live = i64::from(row.live_links() > 0);
                 let delta = ref_domain_counters(&row.domain, 1, live);
-                emit_row(emit, &CountersKey(key.item_key), &delta);
+                self.sum.add_counters(key.item_key, &delta);
                 let ranked = RankedRefDomainKey {
                     item_key: key.item_key,
                     row: &row,

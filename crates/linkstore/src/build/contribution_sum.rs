@@ -104,13 +104,7 @@ impl ContributionSum {
     /// once.
     pub(crate) fn add(&mut self, c: Contribution, emit: &mut Emit<'_>) {
         match c {
-            Contribution::Counters { item_key, delta } => {
-                let sum = self.item(&item_key);
-                match &mut sum.counters {
-                    Some(acc) => accumulate(acc, &delta),
-                    None => sum.counters = Some(delta),
-                }
-            }
+            Contribution::Counters { item_key, delta } => self.add_counters(&item_key, &delta),
             Contribution::Distinct {
                 item_key,
                 kind,
@@ -215,6 +209,40 @@ impl ContributionSum {
         }
         if self.bytes >= self.budget {
             self.flush(emit);
+        }
+    }
+
+    /// Adds a delta of an item's counters.
+    pub(crate) fn add_counters(&mut self, item_key: &[u8], delta: &Counters) {
+        let sum = self.item(item_key);
+        match &mut sum.counters {
+            Some(acc) => accumulate(acc, delta),
+            None => sum.counters = Some(*delta),
+        }
+    }
+
+    /// Adds one referring domain to the count of an anchor text's row (what an
+    /// `AnchorDomain` distinct member feeds).
+    pub(crate) fn add_anchor_ref_domain(
+        &mut self,
+        item_key: &[u8],
+        text: &str,
+        emit: &mut Emit<'_>,
+    ) {
+        let share = AnchorText {
+            ref_domains: 1,
+            ..Default::default()
+        };
+        let anchors = &mut self.item(item_key).anchors;
+        match anchors.get_mut(text) {
+            Some(row) => fold_anchor(row, &share),
+            None => {
+                anchors.insert(text.to_string(), share);
+                self.bytes += text.len() + MEMBER_OVERHEAD;
+                if self.bytes >= self.budget {
+                    self.flush(emit);
+                }
+            }
         }
     }
 
