@@ -12,7 +12,6 @@
 //! This crate knows no key or value layout: `linkstore::build` encodes, reduces and
 //! writes rows; this crate moves, sorts and schedules them.
 
-mod combiner;
 mod error;
 mod pipeline;
 mod progress;

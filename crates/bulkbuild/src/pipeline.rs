@@ -13,7 +13,6 @@
 //! to be scheduled again, so downstream operators drain their input meanwhile: memory is
 //! the sorters' budgets, not the data.
 
-use crate::combiner::{Combiner, Row};
 use crate::error::{Error, Result};
 use crate::progress::Counters;
 use crate::sorter::{Groups, Sorter};
@@ -34,10 +33,8 @@ use timely::dataflow::operators::Input;
 use timely::dataflow::InputHandleVec;
 use timely::progress::frontier::MutableAntichain;
 
-/// Bytes of rows a page worker combines before sending them on: small enough to stay in
-/// cache, large enough to fold the hot rows (the index's and busy hosts' counters and
-/// timeline days).
-const COMBINER_BUDGET: usize = 8 << 20;
+/// A row between operators: `(table, key, value)`.
+type Row = (u8, Vec<u8>, Vec<u8>);
 
 /// Groups handled per activation before yielding to other operators.
 const GROUPS_PER_SLICE: usize = 4096;
@@ -326,7 +323,6 @@ struct PagesOp {
     progress: Arc<Counters>,
     /// Key of the page being replayed.
     key: Vec<u8>,
-    combiner: Combiner,
 }
 
 impl PagesOp {
@@ -347,7 +343,6 @@ impl PagesOp {
             shared,
             progress: plan.progress.clone(),
             key: Vec::new(),
-            combiner: Combiner::new(COMBINER_BUDGET),
         }
     }
 
@@ -386,11 +381,10 @@ impl PagesOp {
         let Some(groups) = &mut self.groups else {
             return Ok(true);
         };
-        let (files, combiner) = (&mut self.files, &mut self.combiner);
+        let files = &mut self.files;
         let mut failed = None;
         for _ in 0..GROUPS_PER_SLICE {
             let Some(_) = groups.next_group(&mut self.key)? else {
-                combiner.flush(give);
                 self.groups = None;
                 let mut shared = self.shared.borrow_mut();
                 files.finish(&mut shared.out.files)?;
@@ -402,7 +396,8 @@ impl PagesOp {
                 let r = if table.stage() == 0 {
                     files.put(table, &key, &value)
                 } else {
-                    combiner.push(table, key, value, give)
+                    give((table as u8, key, value));
+                    Ok(())
                 };
                 if let Err(e) = r {
                     failed.get_or_insert(e);
@@ -422,10 +417,6 @@ impl PagesOp {
 struct ViewsOp {
     /// Sorters of stages 1 to 4 (counters, stage 5, go to the counters operator).
     sorters: Vec<Option<Sorter>>,
-    /// Rows a reduction feeds, combined before they are sorted: reduced in key order, a
-    /// stage feeds each item's rows together (a backlink row feeds its target item's
-    /// referring domain, anchor, day and counters), so few rows reach the sorters.
-    combiner: Combiner,
     /// The groups of the stage being reduced.
     reducing: Option<Groups>,
     reducer: Reducer,
@@ -449,7 +440,6 @@ impl ViewsOp {
             sorters: (1..=4)
                 .map(|s| Some(Sorter::new(scratch, &format!("w{index}-views{s}"), budget)))
                 .collect(),
-            combiner: Combiner::new(COMBINER_BUDGET),
             reducing: None,
             reducer: Reducer::new(bits),
             key: Vec::new(),
@@ -492,7 +482,6 @@ impl ViewsOp {
         }
         let groups = self.reducing.as_mut().expect("set above");
         let (files, sorters, reducer) = (&mut self.files, &mut self.sorters, &mut self.reducer);
-        let combiner = &mut self.combiner;
         let key = &mut self.key;
         let failed = RefCell::new(None);
         // Counters go on to the counters operator, other fed rows to their stage's sorter.
@@ -513,16 +502,7 @@ impl ViewsOp {
         for _ in 0..GROUPS_PER_SLICE {
             let Some(table) = groups.next_group(key)? else {
                 // Every row this stage feeds is sorted before the next stage starts.
-                let mut push_failed = None;
-                reducer.finish(&mut |t, k, v| {
-                    if let Err(e) = combiner.push(t, k, v, &mut feed) {
-                        push_failed.get_or_insert(e);
-                    }
-                });
-                combiner.flush(&mut feed);
-                if let Some(e) = push_failed {
-                    return Err(e);
-                }
+                reducer.finish(&mut |t, k, v| feed((t as u8, k, v)));
                 self.reducing = None;
                 if let Some(e) = failed.into_inner() {
                     return Err(e);
@@ -533,13 +513,12 @@ impl ViewsOp {
             };
             let mut put_failed = None;
             reducer.reduce(table, key, groups, &mut |t, k, v| {
-                let r = if t == table {
-                    files.put(t, &k, &v)
+                if t == table {
+                    if let Err(e) = files.put(t, &k, &v) {
+                        put_failed.get_or_insert(e);
+                    }
                 } else {
-                    combiner.push(t, k, v, &mut feed)
-                };
-                if let Err(e) = r {
-                    put_failed.get_or_insert(e);
+                    feed((t as u8, k, v));
                 }
             })?;
             groups.take_error()?;

@@ -109,23 +109,10 @@ impl Table {
         u64::from_be_bytes(h)
     }
 
-    /// True when the table's rows are contributions that [`combine`] merges.
-    pub fn combines(self) -> bool {
-        !matches!(
-            self,
-            Table::Links
-                | Table::Pages
-                | Table::Backlinks
-                | Table::RefDomainsRanked
-                | Table::AnchorsRanked
-                | Table::Expiry
-        )
-    }
-
     /// When the table's rows are final: 0, as [`PageRows`] emits them; later stages once
     /// every table of a lower stage is reduced (their reductions feed this one).
     /// Backlink rows come first: reducing one yields the link's share of its target
-    /// item's views, which arrive item by item, so a builder can combine them cheaply.
+    /// item's views, which arrive item by item, so the reducer sums them cheaply.
     pub fn stage(self) -> u8 {
         match self {
             Table::Links | Table::Pages => 0,
@@ -498,45 +485,6 @@ fn fold_anchor(acc: &mut AnchorText, a: &AnchorText) {
 fn fold_timeline(acc: &mut TimelineDelta, d: &TimelineDelta) {
     acc.found += d.found;
     acc.lost += d.lost;
-}
-
-/// Combines two contributions to one row of `table` into one (what reducing both would
-/// give), so a builder can shrink its rows before sorting them. `None` for tables whose
-/// rows are not contributions (links, pages, backlinks, ranked copies).
-pub fn combine(table: Table, a: &[u8], b: &[u8]) -> Result<Option<Vec<u8>>> {
-    let cf = table.cf_name();
-    Ok(Some(match table {
-        Table::Links
-        | Table::Pages
-        | Table::Backlinks
-        | Table::RefDomainsRanked
-        | Table::AnchorsRanked
-        | Table::Expiry => return Ok(None),
-        Table::Distinct | Table::Urls => {
-            Count(Count::decode(a, cf)?.0 + Count::decode(b, cf)?.0).encode()
-        }
-        Table::Counters => {
-            let mut acc = Counters::decode(a)?;
-            accumulate(&mut acc, &Counters::decode(b)?);
-            acc.encode()
-        }
-        // Values alone: the member is the key's, and neither value nor result holds it.
-        Table::RefDomains => {
-            let mut acc = RefDomain::decode("", a)?;
-            fold_ref_domain(&mut acc, &RefDomain::decode("", b)?);
-            acc.encode()
-        }
-        Table::Anchors => {
-            let mut acc = AnchorText::decode("", a)?;
-            fold_anchor(&mut acc, &AnchorText::decode("", b)?);
-            acc.encode()
-        }
-        Table::Timeline => {
-            let mut acc = TimelineDelta::decode(a)?;
-            fold_timeline(&mut acc, &TimelineDelta::decode(b)?);
-            acc.encode()
-        }
-    }))
 }
 
 /// The sum of a group's counts.

@@ -280,16 +280,28 @@ impl ContributionSum {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::build::{combine, Table};
+    use crate::build::{Reducer, Table, Values};
+    use crate::item::Item;
+    use crate::keys::ItemHasher;
     use std::collections::BTreeMap;
+
+    /// One group's values, as a sorter yields them.
+    struct GroupValues(std::vec::IntoIter<Vec<u8>>, Vec<u8>);
+
+    impl Values for GroupValues {
+        fn next_value(&mut self) -> Option<&[u8]> {
+            self.1 = self.0.next()?;
+            Some(&self.1)
+        }
+    }
 
     /// A hot item's contributions, summed within a tiny budget (many early flushes) and
     /// within the default one, give the same rows once a reduction folds them.
     #[test]
     fn early_flushes_fold_to_the_same_rows() {
-        fn contributions(item: &'static [u8]) -> impl Iterator<Item = Contribution> {
+        fn contributions(item: Vec<u8>) -> impl Iterator<Item = Contribution> {
             (0..2_000u32).flat_map(move |i| {
-                let item_key = item.to_vec();
+                let item_key = item.clone();
                 [
                     Contribution::Distinct {
                         item_key: item_key.clone(),
@@ -329,25 +341,38 @@ mod tests {
                 ]
             })
         }
+        // Rows as a builder gets them: summed within `budget`, sorted by key, and each
+        // group reduced into its table's final row.
         let folded = |budget: usize| {
             let mut sum = ContributionSum::with_budget(budget);
-            let mut rows: BTreeMap<(Table, Vec<u8>), Vec<u8>> = BTreeMap::new();
+            let mut groups: BTreeMap<(Table, Vec<u8>), Vec<Vec<u8>>> = BTreeMap::new();
             let mut emitted = 0;
             let mut emit = |table: Table, key: Vec<u8>, value: Vec<u8>| {
                 emitted += 1;
-                match rows.get_mut(&(table, key.clone())) {
-                    Some(acc) => *acc = combine(table, acc, &value).unwrap().unwrap(),
-                    None => {
-                        rows.insert((table, key), value);
-                    }
-                }
+                groups.entry((table, key)).or_default().push(value);
             };
-            for item in [b"item-a".as_slice(), b"item-b".as_slice()] {
-                for c in contributions(item) {
+            let hasher = ItemHasher::new(64);
+            for item in Item::levels_of_url("http://www.a.example/page")
+                .into_iter()
+                .take(2)
+            {
+                for c in contributions(hasher.item_key(&item)) {
                     sum.add(c, &mut emit);
                 }
             }
             sum.flush(&mut emit);
+            let mut reducer = Reducer::new(64);
+            let mut rows = BTreeMap::new();
+            for ((table, key), values) in groups {
+                let mut values = GroupValues(values.into_iter(), Vec::new());
+                reducer
+                    .reduce(table, &key, &mut values, &mut |t, k, v| {
+                        if t == table {
+                            rows.insert((t, k), v);
+                        }
+                    })
+                    .unwrap();
+            }
             (rows, emitted)
         };
         let (small, small_emitted) = folded(256);
