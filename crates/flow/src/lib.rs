@@ -295,7 +295,7 @@ pub fn build(
         Some(&v) => url_flows[v].clone(),
         None => (FlowPair::default(), Vec::new()),
     };
-    let report = update.finish(flow_of, &mut |rows| {
+    let report = update.finish(flow_of, params.threads, &mut |rows| {
         progress(&format!("re-ordered {rows} backlink rows"))
     })?;
     Ok(FlowReport {

@@ -8,7 +8,9 @@
 //! The next generation's backlink rows are written as SST files in their new order and
 //! added with `IngestExternalFile`, not through the memtable: the old generation is read
 //! in item order, so only one item's rows are re-sorted in memory at a time (an item
-//! with more rows than [`ITEM_BUFFER_BYTES`] goes through write batches instead).
+//! with more rows than [`ITEM_BUFFER_BYTES`] goes through write batches instead). The
+//! old generation is split into ranges of item hashes, each re-keyed by its own thread
+//! into files of its own: their key ranges never overlap.
 
 use crate::build::{Table, TableFileWriter};
 use crate::error::Result;
@@ -20,7 +22,9 @@ use crate::store::{prefix_successor, Store, CF_BACKLINKS, CF_META, CF_METRICS, C
 use crate::table::{put_row, BacklinkKey, EncodedRecord, MetricsKey, TopPage, TopPageKey};
 use rocksdb::{WriteBatch, WriteOptions};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::MutexGuard;
+use std::time::Duration;
 
 /// The column families whose rows are keyed by flow generation.
 const GENERATION_CFS: [&str; 3] = [CF_BACKLINKS, CF_METRICS, CF_TOP_PAGES];
@@ -46,7 +50,6 @@ struct BacklinkFiles {
 
 impl BacklinkFiles {
     fn new(dir: PathBuf) -> Result<BacklinkFiles> {
-        let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir)?;
         Ok(BacklinkFiles {
             dir,
@@ -227,62 +230,151 @@ impl FlowUpdate<'_> {
         Ok(())
     }
 
-    /// Adds a re-keyed row (rows arrive in item order).
-    fn put_backlink(
-        &mut self,
-        files: &mut BacklinkFiles,
-        key: BacklinkKey,
-        record: EncodedRecord,
-    ) -> Result<()> {
-        let (item_hash, key, value) = (key.item_hash, key.bytes(), record.into_bytes());
-        if files.item != Some(item_hash) {
-            files.write_item()?;
-            files.item = Some(item_hash);
-            files.overflowed = false;
-        }
-        if !files.overflowed && files.bytes + value.len() + 64 > self.item_buffer_bytes {
-            // The memtable orders this item's rows: move those buffered so far there.
-            files.overflowed = true;
-            for (k, v) in std::mem::take(&mut files.rows) {
-                self.put_backlink_row(k, v)?;
-            }
-            files.bytes = 0;
-        }
-        if files.overflowed {
-            return self.put_backlink_row(key, value);
-        }
-        files.bytes += value.len() + 64;
-        files.rows.push((key, value));
-        Ok(())
-    }
-
-    fn put_backlink_row(&mut self, key: [u8; 26], value: Vec<u8>) -> Result<()> {
-        self.batch.put_cf(self.store.cf(CF_BACKLINKS), key, value);
-        self.maybe_commit()
-    }
-
     /// Copies every backlink row of the serving generation into the next one with the
     /// flows and top topics `flow_of(url)` gives (re-keyed by the new SourceTrustFlow),
-    /// makes the next generation durable, switches to it, and drops the old one.
+    /// makes the next generation durable, switches to it, and drops the old one. The
+    /// rows are re-keyed by `threads` threads, each over its own range of item hashes.
     pub fn finish(
         mut self,
-        flow_of: impl Fn(&str) -> (FlowPair, Vec<(String, u8)>),
+        flow_of: impl Fn(&str) -> (FlowPair, Vec<(String, u8)>) + Sync,
+        threads: usize,
         progress: &mut dyn FnMut(u64),
     ) -> Result<FlowUpdateReport> {
+        self.commit()?;
         let s = self.store;
-        let mut report = FlowUpdateReport {
-            generation: self.next,
-            metrics_rows: self.metrics_rows,
-            backlink_rows: 0,
-        };
-        let prefix = [self.current];
-        let mut opts = rocksdb::ReadOptions::default();
-        if let Some(upper) = prefix_successor(&prefix) {
-            opts.set_iterate_upper_bound(upper);
+        let scratch = ScratchDir::new(scratch_dir(s.path()))?;
+        let parts = threads.clamp(1, 64) as u64;
+        let rows = AtomicU64::new(0);
+        let (current, next, item_buffer_bytes) = (self.current, self.next, self.item_buffer_bytes);
+        let results: Vec<Result<BacklinkFiles>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..parts)
+                .map(|part| {
+                    let (flow_of, rows, dir) = (&flow_of, &rows, scratch.0.join(part.to_string()));
+                    scope.spawn(move || {
+                        let mut rekey = Rekey {
+                            store: s,
+                            next,
+                            files: BacklinkFiles::new(dir)?,
+                            batch: WriteBatch::default(),
+                            pending: 0,
+                            item_buffer_bytes,
+                        };
+                        let (from, to) = hash_range(part, parts);
+                        rekey.run(current, from, to, flow_of, rows)?;
+                        Ok(rekey.files)
+                    })
+                })
+                .collect();
+            while !handles.iter().all(|h| h.is_finished()) {
+                progress(rows.load(Ordering::Relaxed));
+                std::thread::sleep(Duration::from_millis(250));
+            }
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        });
+        let mut parts_files = Vec::with_capacity(results.len());
+        let mut paths = Vec::new();
+        for r in results {
+            let mut files = r?;
+            paths.extend(files.finish()?);
+            parts_files.push(files);
         }
-        let mut files = BacklinkFiles::new(scratch_dir(s.path()))?;
+        s.ingest_table_files(Table::Backlinks, &paths)?;
+        drop(parts_files);
+        drop(scratch);
+        // Durable before the switch: everything of the next generation, then the pointer.
+        s.flush()?;
+        let mut sync = WriteOptions::default();
+        sync.set_sync(true);
+        s.db.put_cf_opt(s.cf(CF_META), b"generation", [next], &sync)?;
+        // A served store's readers must see the new rows before they ask for them; a
+        // reader may still hold the previous snapshot, so its files stay until compacted.
+        let served = s.is_published();
+        if served {
+            s.publish_generation(next);
+        } else {
+            s.set_generation(next);
+        }
+        for cf in GENERATION_CFS {
+            s.clear_other_generations(cf, next, !served)?;
+        }
+        let report = FlowUpdateReport {
+            generation: next,
+            metrics_rows: self.metrics_rows,
+            backlink_rows: rows.into_inner(),
+        };
+        progress(report.backlink_rows);
+        Ok(report)
+    }
+}
+
+/// Part `part` of `parts` equal ranges of 64-bit item hashes: `[from, to)`, `to` `None`
+/// for the last.
+fn hash_range(part: u64, parts: u64) -> (u64, Option<u64>) {
+    let step = u64::MAX / parts + 1;
+    let to = (part + 1 < parts).then(|| (part + 1) * step);
+    (part * step, to)
+}
+
+/// The flow build's scratch directory, removed with what is left in it when dropped.
+struct ScratchDir(PathBuf);
+
+impl ScratchDir {
+    fn new(dir: PathBuf) -> Result<ScratchDir> {
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir)?;
+        Ok(ScratchDir(dir))
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// One thread's share of the re-keying: the backlink rows of a range of item hashes.
+struct Rekey<'a> {
+    store: &'a Store,
+    next: u8,
+    files: BacklinkFiles,
+    /// Rows of items too big to re-sort in memory, ordered by the memtable instead.
+    batch: WriteBatch,
+    pending: usize,
+    item_buffer_bytes: usize,
+}
+
+impl Rekey<'_> {
+    /// Re-keys the serving generation's (`current`) rows whose item hash is in
+    /// `[from, to)`, counting them in `rows`.
+    fn run(
+        &mut self,
+        current: u8,
+        from: u64,
+        to: Option<u64>,
+        flow_of: &(impl Fn(&str) -> (FlowPair, Vec<(String, u8)>) + Sync),
+        rows: &AtomicU64,
+    ) -> Result<()> {
+        let s = self.store;
+        let bound = |hash: u64| {
+            let mut k = vec![current];
+            k.extend_from_slice(&hash.to_be_bytes());
+            k
+        };
+        let mut opts = rocksdb::ReadOptions::default();
+        match to {
+            Some(to) => opts.set_iterate_upper_bound(bound(to)),
+            None => {
+                if let Some(upper) = prefix_successor(&[current]) {
+                    opts.set_iterate_upper_bound(upper);
+                }
+            }
+        }
         let mut it = s.db.raw_iterator_cf_opt(s.cf(CF_BACKLINKS), opts);
-        it.seek(prefix);
+        it.seek(bound(from));
+        let mut counted = 0u64;
         while let (Some(k), Some(v)) = (it.key(), it.value()) {
             let key = BacklinkKey::parse(k)?;
             let mut rec = LinkRecord::decode(v)?;
@@ -299,37 +391,57 @@ impl FlowUpdate<'_> {
                 source_trust_flow: rec.source_flow.trust_flow,
                 ..key
             };
-            self.put_backlink(&mut files, key, EncodedRecord::of(&rec))?;
-            report.backlink_rows += 1;
-            if report.backlink_rows.is_multiple_of(100_000) {
-                progress(report.backlink_rows);
+            self.put(key, EncodedRecord::of(&rec))?;
+            counted += 1;
+            if counted.is_multiple_of(10_000) {
+                rows.fetch_add(10_000, Ordering::Relaxed);
             }
             it.next();
         }
         it.status()?;
-        drop(it);
-        self.commit()?;
-        let paths = files.finish()?;
-        s.ingest_table_files(Table::Backlinks, &paths)?;
-        drop(files);
-        // Durable before the switch: everything of the next generation, then the pointer.
-        s.flush()?;
-        let mut sync = WriteOptions::default();
-        sync.set_sync(true);
-        s.db.put_cf_opt(s.cf(CF_META), b"generation", [self.next], &sync)?;
-        // A served store's readers must see the new rows before they ask for them; a
-        // reader may still hold the previous snapshot, so its files stay until compacted.
-        let served = s.is_published();
-        if served {
-            s.publish_generation(self.next);
-        } else {
-            s.set_generation(self.next);
+        rows.fetch_add(counted % 10_000, Ordering::Relaxed);
+        self.commit()
+    }
+
+    /// Adds a re-keyed row (rows arrive in item order).
+    fn put(&mut self, key: BacklinkKey, record: EncodedRecord) -> Result<()> {
+        let files = &mut self.files;
+        let (item_hash, key, value) = (key.item_hash, key.bytes(), record.into_bytes());
+        if files.item != Some(item_hash) {
+            files.write_item()?;
+            files.item = Some(item_hash);
+            files.overflowed = false;
         }
-        for cf in GENERATION_CFS {
-            s.clear_other_generations(cf, self.next, !served)?;
+        if !files.overflowed && files.bytes + value.len() + 64 > self.item_buffer_bytes {
+            // The memtable orders this item's rows: move those buffered so far there.
+            files.overflowed = true;
+            for (k, v) in std::mem::take(&mut files.rows) {
+                self.put_row(k, v)?;
+            }
+            self.files.bytes = 0;
         }
-        progress(report.backlink_rows);
-        Ok(report)
+        if self.files.overflowed {
+            return self.put_row(key, value);
+        }
+        self.files.bytes += value.len() + 64;
+        self.files.rows.push((key, value));
+        Ok(())
+    }
+
+    fn put_row(&mut self, key: [u8; 26], value: Vec<u8>) -> Result<()> {
+        self.batch.put_cf(self.store.cf(CF_BACKLINKS), key, value);
+        self.pending += 1;
+        if self.pending >= BATCH_ROWS {
+            self.commit()?;
+        }
+        Ok(())
+    }
+
+    fn commit(&mut self) -> Result<()> {
+        let batch = std::mem::take(&mut self.batch);
+        self.store.db.write_opt(batch, &no_wal())?;
+        self.pending = 0;
+        Ok(())
     }
 }
 
@@ -342,7 +454,7 @@ mod tests {
 
     /// A store where one page is linked from 300 domains, flowed with source Trust Flow
     /// set by the source's name; `buffer` bounds the rows re-sorted in memory.
-    fn flowed(buffer: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
+    fn flowed(buffer: usize, threads: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
         let mut w = store.writer();
@@ -373,7 +485,7 @@ mod tests {
             };
             (flow, Vec::new())
         };
-        let report = update.finish(flow_of, &mut |_| {}).unwrap();
+        let report = update.finish(flow_of, threads, &mut |_| {}).unwrap();
         assert_eq!(report.backlink_rows, 900);
         assert!(!scratch_dir(dir.path()).exists(), "scratch files removed");
         let mut rows = Vec::new();
@@ -405,8 +517,20 @@ mod tests {
 
     #[test]
     fn an_item_too_big_to_sort_in_memory_gets_the_same_rows_through_batches() {
-        let in_files = flowed(ITEM_BUFFER_BYTES);
+        let in_files = flowed(ITEM_BUFFER_BYTES, 1);
         assert_eq!(in_files.len(), 900);
-        assert_eq!(in_files, flowed(4096));
+        assert_eq!(in_files, flowed(4096, 1));
+    }
+
+    /// Threads re-key ranges of item hashes; the ranges cover every hash once.
+    #[test]
+    fn threads_give_the_same_rows_as_one() {
+        let one = flowed(ITEM_BUFFER_BYTES, 1);
+        assert_eq!(one, flowed(ITEM_BUFFER_BYTES, 3));
+        assert_eq!(one, flowed(4096, 2));
+        assert_eq!(hash_range(0, 1), (0, None));
+        assert_eq!(hash_range(0, 2), (0, Some(1 << 63)));
+        assert_eq!(hash_range(1, 2), (1 << 63, None));
+        assert_eq!(hash_range(2, 3).1, None);
     }
 }
