@@ -118,8 +118,7 @@ pub struct FlowUpdate<'a> {
     _lock: MutexGuard<'a, ()>,
     current: u8,
     next: u8,
-    batch: WriteBatch,
-    pending: usize,
+    batches: Batches<'a>,
     metrics_rows: u64,
     /// [`ITEM_BUFFER_BYTES`], lowered by tests.
     item_buffer_bytes: usize,
@@ -155,8 +154,7 @@ impl Store {
             _lock: lock,
             current,
             next,
-            batch: WriteBatch::default(),
-            pending: 0,
+            batches: Batches::new(self),
             metrics_rows: 0,
             item_buffer_bytes: ITEM_BUFFER_BYTES,
         })
@@ -182,21 +180,6 @@ impl Store {
 }
 
 impl FlowUpdate<'_> {
-    fn maybe_commit(&mut self) -> Result<()> {
-        self.pending += 1;
-        if self.pending >= BATCH_ROWS {
-            self.commit()?;
-        }
-        Ok(())
-    }
-
-    fn commit(&mut self) -> Result<()> {
-        let batch = std::mem::take(&mut self.batch);
-        self.store.db.write_opt(batch, &no_wal())?;
-        self.pending = 0;
-        Ok(())
-    }
-
     /// Stores an item's metrics in the next generation.
     pub fn put_metrics(&mut self, item: &Item, m: &ItemMetrics) -> Result<()> {
         let item_key = self.store.hasher.item_key(item);
@@ -204,9 +187,9 @@ impl FlowUpdate<'_> {
             generation: self.next,
             item_key: &item_key,
         };
-        put_row(self.store, &mut self.batch, &key, m);
+        put_row(self.store, &mut self.batches.batch, &key, m);
         self.metrics_rows += 1;
-        self.maybe_commit()
+        self.batches.added()
     }
 
     /// Lists a page among its host's and its root domain's pages, by its flows.
@@ -224,8 +207,8 @@ impl FlowUpdate<'_> {
                 flow,
                 url,
             };
-            put_row(self.store, &mut self.batch, &key, &value);
-            self.maybe_commit()?;
+            put_row(self.store, &mut self.batches.batch, &key, &value);
+            self.batches.added()?;
         }
         Ok(())
     }
@@ -240,7 +223,7 @@ impl FlowUpdate<'_> {
         threads: usize,
         progress: &mut dyn FnMut(u64),
     ) -> Result<FlowUpdateReport> {
-        self.commit()?;
+        self.batches.commit()?;
         let s = self.store;
         let scratch = ScratchDir::new(scratch_dir(s.path()))?;
         let parts = threads.clamp(1, 64) as u64;
@@ -255,8 +238,7 @@ impl FlowUpdate<'_> {
                             store: s,
                             next,
                             files: BacklinkFiles::new(dir)?,
-                            batch: WriteBatch::default(),
-                            pending: 0,
+                            batches: Batches::new(s),
                             item_buffer_bytes,
                         };
                         let (from, to) = hash_range(part, parts);
@@ -341,8 +323,7 @@ struct Rekey<'a> {
     next: u8,
     files: BacklinkFiles,
     /// Rows of items too big to re-sort in memory, ordered by the memtable instead.
-    batch: WriteBatch,
-    pending: usize,
+    batches: Batches<'a>,
     item_buffer_bytes: usize,
 }
 
@@ -400,7 +381,7 @@ impl Rekey<'_> {
         }
         it.status()?;
         rows.fetch_add(counted % 10_000, Ordering::Relaxed);
-        self.commit()
+        self.batches.commit()
     }
 
     /// Adds a re-keyed row (rows arrive in item order).
@@ -429,7 +410,31 @@ impl Rekey<'_> {
     }
 
     fn put_row(&mut self, key: [u8; 26], value: Vec<u8>) -> Result<()> {
-        self.batch.put_cf(self.store.cf(CF_BACKLINKS), key, value);
+        let cf = self.batches.store.cf(CF_BACKLINKS);
+        self.batches.batch.put_cf(cf, key, value);
+        self.batches.added()
+    }
+}
+
+/// Rows of the next generation written through the memtable, [`BATCH_ROWS`] at a time and
+/// without the WAL: the synced generation switch is what makes them durable.
+struct Batches<'a> {
+    store: &'a Store,
+    batch: WriteBatch,
+    pending: usize,
+}
+
+impl<'a> Batches<'a> {
+    fn new(store: &'a Store) -> Batches<'a> {
+        Batches {
+            store,
+            batch: WriteBatch::default(),
+            pending: 0,
+        }
+    }
+
+    /// Counts a row put into `batch`, writing the batch when it is full.
+    fn added(&mut self) -> Result<()> {
         self.pending += 1;
         if self.pending >= BATCH_ROWS {
             self.commit()?;

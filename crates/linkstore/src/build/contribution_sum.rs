@@ -76,6 +76,25 @@ impl ItemSum {
     }
 }
 
+/// Folds `share` into `member`'s row of `rows`; true when the row is new.
+fn fold_member<V>(
+    rows: &mut HashMap<String, V>,
+    member: String,
+    share: V,
+    fold: fn(&mut V, &V),
+) -> bool {
+    match rows.entry(member) {
+        Entry::Occupied(mut row) => {
+            fold(row.get_mut(), &share);
+            false
+        }
+        Entry::Vacant(row) => {
+            row.insert(share);
+            true
+        }
+    }
+}
+
 /// Sums contributions per item and row (see the module documentation).
 pub(crate) struct ContributionSum {
     /// `items[..live]` hold sums; the rest keep their maps' memory for the next items.
@@ -145,17 +164,12 @@ impl ContributionSum {
                     last_seen,
                 };
                 let len = domain.len();
-                let added = match self.item(&item_key).ref_domains.entry(domain) {
-                    Entry::Occupied(mut row) => {
-                        fold_ref_domain(row.get_mut(), &share);
-                        false
-                    }
-                    Entry::Vacant(row) => {
-                        row.insert(share);
-                        true
-                    }
-                };
-                if added {
+                if fold_member(
+                    &mut self.item(&item_key).ref_domains,
+                    domain,
+                    share,
+                    fold_ref_domain,
+                ) {
                     self.bytes += len + MEMBER_OVERHEAD;
                 }
             }
@@ -174,17 +188,7 @@ impl ContributionSum {
                     nofollow_links: nofollow,
                 };
                 let len = text.len();
-                let added = match self.item(&item_key).anchors.entry(text) {
-                    Entry::Occupied(mut row) => {
-                        fold_anchor(row.get_mut(), &share);
-                        false
-                    }
-                    Entry::Vacant(row) => {
-                        row.insert(share);
-                        true
-                    }
-                };
-                if added {
+                if fold_member(&mut self.item(&item_key).anchors, text, share, fold_anchor) {
                     self.bytes += len + MEMBER_OVERHEAD;
                 }
             }
