@@ -30,6 +30,8 @@ use std::time::Duration;
 const GENERATION_CFS: [&str; 3] = [CF_BACKLINKS, CF_METRICS, CF_TOP_PAGES];
 
 const BATCH_ROWS: usize = 20_000;
+/// Rows re-keyed between two progress reports.
+const PROGRESS_ROWS: u64 = 500_000;
 /// The most bytes of one item's rows re-sorted in memory.
 const ITEM_BUFFER_BYTES: usize = 256 << 20;
 /// Size at which a backlink file is closed and the next one started.
@@ -247,9 +249,14 @@ impl FlowUpdate<'_> {
                     })
                 })
                 .collect();
+            let mut reported = 0;
             while !handles.iter().all(|h| h.is_finished()) {
-                progress(rows.load(Ordering::Relaxed));
-                std::thread::sleep(Duration::from_millis(250));
+                std::thread::sleep(Duration::from_millis(100));
+                let now = rows.load(Ordering::Relaxed);
+                if now >= reported + PROGRESS_ROWS {
+                    progress(now);
+                    reported = now;
+                }
             }
             handles
                 .into_iter()
