@@ -3,6 +3,7 @@
 
 use crate::codec::{put_ivarint, Reader};
 use crate::error::Result;
+use crate::views::min_nonzero;
 
 pub const COUNTERS_VERSION: u8 = 1;
 pub const AGGREGATE_VERSION: u8 = 1;
@@ -182,6 +183,12 @@ pub struct TimelineDelta {
 }
 
 impl TimelineDelta {
+    /// Adds another delta of the same day.
+    pub(crate) fn fold(&mut self, d: &TimelineDelta) {
+        self.found += d.found;
+        self.lost += d.lost;
+    }
+
     pub fn encode(&self) -> Vec<u8> {
         let mut out = vec![AGGREGATE_VERSION];
         put_ivarint(&mut out, self.found);
@@ -212,6 +219,16 @@ pub struct RefDomain {
 }
 
 impl RefDomain {
+    /// Adds another share of the same row (the default row is the empty sum): counts
+    /// add, the first day is the earliest non-zero one, the last the latest.
+    pub(crate) fn fold(&mut self, d: &RefDomain) {
+        self.links += d.links;
+        self.deleted_links += d.deleted_links;
+        self.nofollow_links += d.nofollow_links;
+        self.first_seen = min_nonzero(self.first_seen, d.first_seen);
+        self.last_seen = self.last_seen.max(d.last_seen);
+    }
+
     pub fn live_links(&self) -> i64 {
         self.links - self.deleted_links
     }
@@ -267,6 +284,14 @@ pub struct AnchorText {
 }
 
 impl AnchorText {
+    /// Adds another share of the same row (the default row is the empty sum).
+    pub(crate) fn fold(&mut self, a: &AnchorText) {
+        self.ref_domains += a.ref_domains;
+        self.links += a.links;
+        self.deleted_links += a.deleted_links;
+        self.nofollow_links += a.nofollow_links;
+    }
+
     /// The value of the row; the text is the key's.
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(12);

@@ -3,9 +3,9 @@
 //! A bulk build fills an empty store without reading it. It replays each page's crawls in
 //! time order ([`PageRows`]), which yields the page's final link records and the `links`
 //! and `pages` rows, plus every record's contributions to the views, summed per row
-//! (`ContributionSum`) and encoded as rows of their tables. The builder sorts those rows by (table, key) and hands each group of
-//! equal keys to a [`Reducer`], which emits the final row and the rows it feeds in later
-//! tables (a distinct member feeds its item's counters, a referring domain its ranked
+//! (`ContributionSum`) and encoded as rows of their tables. The builder sorts those rows
+//! by (table, key) and hands each group of equal keys to a [`Reducer`], which emits the
+//! final row and the rows it feeds in later tables (a distinct member feeds its item's counters, a referring domain its ranked
 //! copy). Tables are reduced in [`Table::stage`] order, so every row a table receives
 //! exists before it is reduced. Finished rows go into SST files ([`TableFileWriter`])
 //! that [`Store::ingest_table_files`](crate::Store::ingest_table_files) adds.
@@ -30,8 +30,8 @@ use crate::table::{
     UrlRefKey,
 };
 use crate::views::{
-    anchor_of_member, distinct_feed, link_contributions, min_nonzero, ref_domain_counters,
-    target_contributions, Contribution, DistinctFeed,
+    anchor_of_member, distinct_feed, link_contributions, ref_domain_counters, target_contributions,
+    Contribution, DistinctFeed,
 };
 use crate::writer::ApplyStats;
 use std::collections::BTreeMap;
@@ -393,7 +393,7 @@ impl Reducer {
                     ..Default::default()
                 };
                 while let Some(v) = values.next_value() {
-                    fold_ref_domain(&mut row, &key.decode_value(v)?);
+                    row.fold(&key.decode_value(v)?);
                 }
                 if row.links <= 0 {
                     return Ok(());
@@ -415,7 +415,7 @@ impl Reducer {
                     ..Default::default()
                 };
                 while let Some(v) = values.next_value() {
-                    fold_anchor(&mut row, &key.decode_value(v)?);
+                    row.fold(&key.decode_value(v)?);
                 }
                 if row.links <= 0 {
                     return Ok(());
@@ -446,7 +446,7 @@ impl Reducer {
                 let key = TimelineKey::parse(key)?;
                 let mut acc = TimelineDelta::default();
                 while let Some(v) = values.next_value() {
-                    fold_timeline(&mut acc, &key.decode_value(v)?);
+                    acc.fold(&key.decode_value(v)?);
                 }
                 if acc.found != 0 || acc.lost != 0 {
                     emit_row(emit, &key, &acc);
@@ -463,28 +463,6 @@ impl Reducer {
         }
         Ok(())
     }
-}
-
-/// Folds one referring-domain contribution into a sum (a default row is the empty sum).
-fn fold_ref_domain(acc: &mut RefDomain, d: &RefDomain) {
-    acc.links += d.links;
-    acc.deleted_links += d.deleted_links;
-    acc.nofollow_links += d.nofollow_links;
-    acc.first_seen = min_nonzero(acc.first_seen, d.first_seen);
-    acc.last_seen = acc.last_seen.max(d.last_seen);
-}
-
-/// Folds one anchor-text contribution into a sum (a default row is the empty sum).
-fn fold_anchor(acc: &mut AnchorText, a: &AnchorText) {
-    acc.ref_domains += a.ref_domains;
-    acc.links += a.links;
-    acc.deleted_links += a.deleted_links;
-    acc.nofollow_links += a.nofollow_links;
-}
-
-fn fold_timeline(acc: &mut TimelineDelta, d: &TimelineDelta) {
-    acc.found += d.found;
-    acc.lost += d.lost;
 }
 
 /// The sum of a group's counts.

@@ -231,7 +231,7 @@ impl FlowUpdate<'_> {
         let parts = threads.clamp(1, 64) as u64;
         let rows = AtomicU64::new(0);
         let (current, next, item_buffer_bytes) = (self.current, self.next, self.item_buffer_bytes);
-        let results: Vec<Result<BacklinkFiles>> = std::thread::scope(|scope| {
+        let results: Vec<Result<(BacklinkFiles, Vec<PathBuf>)>> = std::thread::scope(|scope| {
             let handles: Vec<_> = (0..parts)
                 .map(|part| {
                     let (flow_of, rows, dir) = (&flow_of, &rows, scratch.0.join(part.to_string()));
@@ -245,7 +245,8 @@ impl FlowUpdate<'_> {
                         };
                         let (from, to) = hash_range(part, parts);
                         rekey.run(current, from, to, flow_of, rows)?;
-                        Ok(rekey.files)
+                        let paths = rekey.files.finish()?;
+                        Ok((rekey.files, paths))
                     })
                 })
                 .collect();
@@ -266,8 +267,8 @@ impl FlowUpdate<'_> {
         let mut parts_files = Vec::with_capacity(results.len());
         let mut paths = Vec::new();
         for r in results {
-            let mut files = r?;
-            paths.extend(files.finish()?);
+            let (files, part_paths) = r?;
+            paths.extend(part_paths);
             parts_files.push(files);
         }
         s.ingest_table_files(Table::Backlinks, &paths)?;

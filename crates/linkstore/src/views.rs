@@ -6,7 +6,7 @@
 //! them as rows ([`crate::build`]), sorts them and reduces equal keys. Keeping one source
 //! of contributions is what makes the two paths give the same views.
 
-use crate::aggregate::{Counters, TimelineDelta};
+use crate::aggregate::{AnchorText, Counters, RefDomain, TimelineDelta};
 use crate::item::{host_of, root_domain, Item};
 use crate::keys::{link_key, DistinctKind, ItemHasher};
 use crate::record::{LinkKind, LinkRecord};
@@ -27,25 +27,20 @@ pub(crate) enum Contribution {
         member: String,
         sign: i64,
     },
-    /// A backlink's share of its referring-domain row. `first_seen`/`last_seen` are 0 on
-    /// removals (dates never move back).
+    /// A backlink's share of its referring-domain row, folded in with
+    /// [`RefDomain::fold`] (the share's own `domain` is empty: the member is `domain`).
+    /// `first_seen`/`last_seen` are 0 on removals (dates never move back).
     RefDomain {
         item_key: Vec<u8>,
         domain: String,
-        sign: i64,
-        deleted: i64,
-        nofollow: i64,
-        first_seen: u32,
-        last_seen: u32,
+        share: RefDomain,
     },
-    /// A backlink's share of its anchor-text row (its referring domains come from the
-    /// `AnchorDomain` distinct members).
+    /// A backlink's share of its anchor-text row, folded in with [`AnchorText::fold`]
+    /// (its referring domains come from the `AnchorDomain` distinct members).
     Anchor {
         item_key: Vec<u8>,
         text: String,
-        sign: i64,
-        deleted: i64,
-        nofollow: i64,
+        share: AnchorText,
     },
     Timeline {
         item_key: Vec<u8>,
@@ -214,11 +209,14 @@ pub(crate) fn target_contributions(
         out.push(Contribution::RefDomain {
             item_key: item_key.clone(),
             domain: source_domain.to_string(),
-            sign,
-            deleted: delta.deleted_links,
-            nofollow: delta.nofollow_links,
-            first_seen: if sign > 0 { rec.first_seen } else { 0 },
-            last_seen: if sign > 0 { rec.last_seen } else { 0 },
+            share: RefDomain {
+                domain: String::new(),
+                links: sign,
+                deleted_links: delta.deleted_links,
+                nofollow_links: delta.nofollow_links,
+                first_seen: if sign > 0 { rec.first_seen } else { 0 },
+                last_seen: if sign > 0 { rec.last_seen } else { 0 },
+            },
         });
         let members = ip_and_subnet
             .iter()
@@ -235,9 +233,13 @@ pub(crate) fn target_contributions(
         out.push(Contribution::Anchor {
             item_key: item_key.clone(),
             text: anchor.clone(),
-            sign,
-            deleted: delta.deleted_links,
-            nofollow: delta.nofollow_links,
+            share: AnchorText {
+                text: String::new(),
+                ref_domains: 0,
+                links: sign,
+                deleted_links: delta.deleted_links,
+                nofollow_links: delta.nofollow_links,
+            },
         });
         out.push(Contribution::Timeline {
             item_key: item_key.clone(),

@@ -29,8 +29,8 @@ use crate::table::{
     RefDomainKey, TableKey, TimelineKey, UrlRefKey,
 };
 use crate::views::{
-    anchor_of_member, contributions, distinct_feed, domain_of_url, min_nonzero,
-    ref_domain_counters, Contribution, DistinctFeed,
+    anchor_of_member, contributions, distinct_feed, domain_of_url, ref_domain_counters,
+    Contribution, DistinctFeed,
 };
 use rocksdb::{ReadOptions, WriteBatch};
 use std::collections::hash_map::Entry;
@@ -425,11 +425,10 @@ impl<'a> Writer<'a> {
             self.pending.push(Contribution::RefDomain {
                 item_key: item_key.clone(),
                 domain: source_domain.to_string(),
-                sign: 0,
-                deleted: 0,
-                nofollow: 0,
-                first_seen: 0,
-                last_seen: rec.last_seen,
+                share: RefDomain {
+                    last_seen: rec.last_seen,
+                    ..Default::default()
+                },
             });
             self.add_counters(item_key, &delta);
         }
@@ -563,19 +562,11 @@ impl<'a> Writer<'a> {
             Contribution::RefDomain {
                 item_key,
                 domain,
-                sign,
-                deleted,
-                nofollow,
-                first_seen,
-                last_seen,
+                share,
             } => {
                 let rd = self.refdomain_row(&item_key, &domain)?;
                 let before = (rd.links > 0, rd.live_links() > 0);
-                rd.links += sign;
-                rd.deleted_links += deleted;
-                rd.nofollow_links += nofollow;
-                rd.first_seen = min_nonzero(rd.first_seen, first_seen);
-                rd.last_seen = rd.last_seen.max(last_seen);
+                rd.fold(&share);
                 let after = (rd.links > 0, rd.live_links() > 0);
                 let any = i64::from(after.0) - i64::from(before.0);
                 let live = i64::from(after.1) - i64::from(before.1);
@@ -586,15 +577,8 @@ impl<'a> Writer<'a> {
             Contribution::Anchor {
                 item_key,
                 text,
-                sign,
-                deleted,
-                nofollow,
-            } => {
-                let an = self.anchor_row(&item_key, &text)?;
-                an.links += sign;
-                an.deleted_links += deleted;
-                an.nofollow_links += nofollow;
-            }
+                share,
+            } => self.anchor_row(&item_key, &text)?.fold(&share),
             Contribution::Timeline {
                 item_key,
                 day,
@@ -639,13 +623,11 @@ impl<'a> Writer<'a> {
     }
 
     fn add_timeline(&mut self, item_key: &[u8], day: u32, d: TimelineDelta) {
-        let e = self
-            .rows
+        self.rows
             .timeline
             .entry((item_key.to_vec(), day))
-            .or_default();
-        e.found += d.found;
-        e.lost += d.lost;
+            .or_default()
+            .fold(&d);
     }
 
     fn add_counters(&mut self, key: Vec<u8>, delta: &Counters) {

@@ -11,7 +11,7 @@
 //! partial sum is itself a valid contribution: flushing early (at the memory bound) only
 //! leaves more rows for the reduction to fold.
 
-use super::{emit_row, fold_anchor, fold_ref_domain, fold_timeline, Emit};
+use super::{emit_row, Emit};
 use crate::aggregate::{accumulate, AnchorText, Counters, RefDomain, TimelineDelta};
 use crate::keys::DistinctKind;
 use crate::table::{
@@ -20,6 +20,7 @@ use crate::table::{
 };
 use crate::views::Contribution;
 use std::collections::hash_map::Entry;
+use std::hash::Hash;
 
 type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
@@ -77,9 +78,9 @@ impl ItemSum {
 }
 
 /// Folds `share` into `member`'s row of `rows`; true when the row is new.
-fn fold_member<V>(
-    rows: &mut HashMap<String, V>,
-    member: String,
+fn fold_member<K: Hash + Eq, V>(
+    rows: &mut HashMap<K, V>,
+    member: K,
     share: V,
     fold: fn(&mut V, &V),
 ) -> bool {
@@ -132,63 +133,30 @@ impl ContributionSum {
                 sign,
             } => {
                 let len = member.len();
-                let added = match self.item(&item_key).distinct.entry((kind, member)) {
-                    Entry::Occupied(mut n) => {
-                        *n.get_mut() += sign;
-                        false
-                    }
-                    Entry::Vacant(n) => {
-                        n.insert(sign);
-                        true
-                    }
-                };
-                if added {
+                let rows = &mut self.item(&item_key).distinct;
+                if fold_member(rows, (kind, member), sign, |n, s| *n += s) {
                     self.bytes += len + MEMBER_OVERHEAD;
                 }
             }
             Contribution::RefDomain {
                 item_key,
                 domain,
-                sign,
-                deleted,
-                nofollow,
-                first_seen,
-                last_seen,
+                share,
             } => {
-                let share = RefDomain {
-                    domain: String::new(),
-                    links: sign,
-                    deleted_links: deleted,
-                    nofollow_links: nofollow,
-                    first_seen,
-                    last_seen,
-                };
                 let len = domain.len();
-                if fold_member(
-                    &mut self.item(&item_key).ref_domains,
-                    domain,
-                    share,
-                    fold_ref_domain,
-                ) {
+                let rows = &mut self.item(&item_key).ref_domains;
+                if fold_member(rows, domain, share, RefDomain::fold) {
                     self.bytes += len + MEMBER_OVERHEAD;
                 }
             }
             Contribution::Anchor {
                 item_key,
                 text,
-                sign,
-                deleted,
-                nofollow,
+                share,
             } => {
-                let share = AnchorText {
-                    text: String::new(),
-                    ref_domains: 0,
-                    links: sign,
-                    deleted_links: deleted,
-                    nofollow_links: nofollow,
-                };
                 let len = text.len();
-                if fold_member(&mut self.item(&item_key).anchors, text, share, fold_anchor) {
+                let rows = &mut self.item(&item_key).anchors;
+                if fold_member(rows, text, share, AnchorText::fold) {
                     self.bytes += len + MEMBER_OVERHEAD;
                 }
             }
@@ -199,7 +167,7 @@ impl ContributionSum {
             } => {
                 let sum = self.item(&item_key);
                 match sum.timeline.iter_mut().find(|(d, _)| *d == day) {
-                    Some((_, acc)) => fold_timeline(acc, &delta),
+                    Some((_, acc)) => acc.fold(&delta),
                     None => sum.timeline.push((day, delta)),
                 }
             }
@@ -240,7 +208,7 @@ impl ContributionSum {
         };
         let anchors = &mut self.item(item_key).anchors;
         match anchors.get_mut(text) {
-            Some(row) => fold_anchor(row, &share),
+            Some(row) => row.fold(&share),
             None => {
                 anchors.insert(text.to_string(), share);
                 self.bytes += text.len() + MEMBER_OVERHEAD;
@@ -317,18 +285,22 @@ mod tests {
                     Contribution::RefDomain {
                         item_key: item_key.clone(),
                         domain: format!("d{}.example", i % 13),
-                        sign: 1,
-                        deleted: i64::from(i % 5 == 0),
-                        nofollow: 0,
-                        first_seen: 100 + i % 17,
-                        last_seen: 200 + i % 19,
+                        share: RefDomain {
+                            links: 1,
+                            deleted_links: i64::from(i % 5 == 0),
+                            first_seen: 100 + i % 17,
+                            last_seen: 200 + i % 19,
+                            ..Default::default()
+                        },
                     },
                     Contribution::Anchor {
                         item_key: item_key.clone(),
                         text: format!("anchor {}", i % 3),
-                        sign: 1,
-                        deleted: 0,
-                        nofollow: i64::from(i % 2 == 0),
+                        share: AnchorText {
+                            links: 1,
+                            nofollow_links: i64::from(i % 2 == 0),
+                            ..Default::default()
+                        },
                     },
                     Contribution::Timeline {
                         item_key: item_key.clone(),
