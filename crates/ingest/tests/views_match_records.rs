@@ -95,6 +95,7 @@ fn check_item(store: &Store, item: &Item, first_day_exact: bool) {
     }
     let anchors = store.read().anchors(item, 0, 1_000_000).unwrap();
     assert_eq!(anchors.len(), by_anchor.len(), "{item}");
+    assert_eq!(c.anchor_texts, by_anchor.len() as i64, "{item}");
     for a in &anchors {
         let (links, domains) = &by_anchor[&a.text];
         assert_eq!(

@@ -88,7 +88,7 @@ impl ReadView {
         let mut matches: Vec<AnchorText> = Vec::new();
         let mut merged: HashMap<String, usize> = HashMap::new();
         let mut total = 0usize;
-        self.scan_ranked_anchors(item, |mut a| {
+        self.scan_ranked(item, |mut a: AnchorText| {
             if scanned == ANCHOR_SCAN_LIMIT {
                 complete = false;
                 return false;

@@ -16,7 +16,9 @@
 //! first 8 bytes reduces every group in one partition and writes SST files whose key
 //! ranges never overlap.
 
-use crate::aggregate::{accumulate, AnchorText, Counters, RefDomain, TimelineDelta};
+use crate::aggregate::{
+    accumulate, has_ranked_copies, AnchorText, Counters, RefDomain, TimelineDelta,
+};
 use crate::crawl::{crawl_order, crawl_status, newer_crawl, next_state, CrawlOrder, UrlMetrics};
 use crate::error::{Error, Result};
 use crate::item::Item;
@@ -296,6 +298,47 @@ pub struct Reducer {
     /// members and referring domains its counters.
     sum: ContributionSum,
     summing: Option<(Table, u64)>,
+    ranked_ref_domains: RankedCopies,
+    ranked_anchors: RankedCopies,
+}
+
+/// The ranked copies of one item's referring-domain or anchor rows, held back until the
+/// item has more than [`RANKED_COPIES_ABOVE`](crate::aggregate::RANKED_COPIES_ABOVE)
+/// rows: a smaller item keeps none.
+#[derive(Default)]
+struct RankedCopies {
+    item_key: Vec<u8>,
+    rows: i64,
+    held: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+impl RankedCopies {
+    /// The next row of the table (rows come item by item): emits its ranked copy, and
+    /// those held, once its item turns out large.
+    fn add<K: BuiltKey>(
+        &mut self,
+        item_key: &[u8],
+        ranked: &K,
+        value: &K::Value,
+        emit: &mut Emit<'_>,
+    ) {
+        if self.item_key != item_key {
+            self.item_key.clear();
+            self.item_key.extend_from_slice(item_key);
+            self.rows = 0;
+            self.held.clear();
+        }
+        self.rows += 1;
+        let (table, key, value) = row(ranked, value);
+        if !has_ranked_copies(self.rows) {
+            self.held.push((key, value));
+            return;
+        }
+        for (key, value) in self.held.drain(..) {
+            emit(table, key, value);
+        }
+        emit(table, key, value);
+    }
 }
 
 impl Reducer {
@@ -305,6 +348,8 @@ impl Reducer {
             contributions: Vec::new(),
             sum: ContributionSum::default(),
             summing: None,
+            ranked_ref_domains: RankedCopies::default(),
+            ranked_anchors: RankedCopies::default(),
         }
     }
 
@@ -343,7 +388,7 @@ impl Reducer {
     ) -> Result<()> {
         let sums = matches!(
             table,
-            Table::Backlinks | Table::Distinct | Table::RefDomains
+            Table::Backlinks | Table::Distinct | Table::RefDomains | Table::Anchors
         );
         let lead = sums.then(|| (table, table.partition_hash(key)));
         if self.summing != lead {
@@ -405,7 +450,8 @@ impl Reducer {
                     item_key: key.item_key,
                     row: &row,
                 };
-                emit_row(emit, &ranked, &row);
+                self.ranked_ref_domains
+                    .add(key.item_key, &ranked, &row, emit);
                 emit_row(emit, &key, &row);
             }
             Table::Anchors => {
@@ -420,11 +466,16 @@ impl Reducer {
                 if row.links <= 0 {
                     return Ok(());
                 }
+                let delta = Counters {
+                    anchor_texts: 1,
+                    ..Default::default()
+                };
+                self.sum.add_counters(key.item_key, &delta);
                 let ranked = RankedAnchorKey {
                     item_key: key.item_key,
                     row: &row,
                 };
-                emit_row(emit, &ranked, &row);
+                self.ranked_anchors.add(key.item_key, &ranked, &row, emit);
                 emit_row(emit, &key, &row);
             }
             Table::Urls => {

@@ -1,6 +1,6 @@
 //! What readers see: an owned, consistent view of a store, and every read path.
 
-use crate::aggregate::{AnchorText, Counters, RefDomain, TimelineDelta};
+use crate::aggregate::{AnchorText, Counters, Ranked, RefDomain, TimelineDelta};
 use crate::error::{Error, Result};
 use crate::item::{host_of, root_domain, Item};
 use crate::keys::{generation_item_prefix, member_of_key, top_page_flow, DistinctKind, ItemHasher};
@@ -8,8 +8,7 @@ use crate::metrics::ItemMetrics;
 use crate::page::PageState;
 use crate::record::{FlowPair, LinkRecord};
 use crate::store::{
-    cf_handle, prefix_successor, CF_ANCHORS_RANKED, CF_BACKLINKS, CF_DISTINCT, CF_LINKS,
-    CF_REFDOMAINS_RANKED, CF_TIMELINE, CF_TOP_PAGES,
+    cf_handle, prefix_successor, CF_BACKLINKS, CF_DISTINCT, CF_LINKS, CF_TIMELINE, CF_TOP_PAGES,
 };
 use crate::table::{AnchorKey, CountersKey, MetricsKey, PageKey, RefDomainKey, TableKey};
 use rocksdb::{ColumnFamily, Direction, IteratorMode, ReadOptions, DB};
@@ -532,14 +531,7 @@ impl ReadView {
 
     /// Referring domains of an item, most backlinks first.
     pub fn ref_domains(&self, item: &Item, from: usize, count: usize) -> Result<Vec<RefDomain>> {
-        self.ranked(
-            item,
-            CF_REFDOMAINS_RANKED,
-            from,
-            count,
-            RefDomain::RANK_WORDS,
-            RefDomain::decode,
-        )
+        self.ranked(item, from, count)
     }
 
     /// One referring domain's aggregate for an item.
@@ -570,14 +562,7 @@ impl ReadView {
 
     /// Anchor texts of an item, most referring domains first.
     pub fn anchors(&self, item: &Item, from: usize, count: usize) -> Result<Vec<AnchorText>> {
-        self.ranked(
-            item,
-            CF_ANCHORS_RANKED,
-            from,
-            count,
-            AnchorText::RANK_WORDS,
-            AnchorText::decode,
-        )
+        self.ranked(item, from, count)
     }
 
     /// One anchor text's aggregate for an item (anchors are stored lower-cased).
@@ -589,64 +574,70 @@ impl ReadView {
         })
     }
 
-    /// Visits an item's anchors by referring domains, then links, until `visit` returns
-    /// false.
-    pub(crate) fn scan_ranked_anchors(
+    /// Visits an item's rows of `T` in ranked order until `visit` returns false: its
+    /// ranked copies, or, for an item too small to have them
+    /// ([`crate::aggregate::RANKED_COPIES_ABOVE`]), its few rows sorted here.
+    pub(crate) fn scan_ranked<T: Ranked>(
         &self,
         item: &Item,
-        mut visit: impl FnMut(AnchorText) -> bool,
+        mut visit: impl FnMut(T) -> bool,
     ) -> Result<()> {
         let prefix = self.hasher.item_key(item);
-        let mut opts = self.opts();
-        if let Some(upper) = prefix_successor(&prefix) {
-            opts.set_iterate_upper_bound(upper);
-        }
-        let mut it = self
-            .db
-            .raw_iterator_cf_opt(self.cf(CF_ANCHORS_RANKED), opts);
-        it.seek(&prefix);
-        while let Some((key, value)) = it.item() {
-            let text = member_of_key(key, prefix.len(), AnchorText::RANK_WORDS, CF_ANCHORS_RANKED)?;
-            if !visit(AnchorText::decode(text, value)?) {
-                return Ok(());
+        let mut it = self.prefix_iterator(T::RANKED_TABLE, &prefix);
+        if it.valid() {
+            while let Some((key, value)) = it.item() {
+                let member = member_of_key(key, prefix.len(), T::RANK_WORDS, T::RANKED_TABLE)?;
+                if !visit(T::decode(member, value)?) {
+                    return Ok(());
+                }
+                it.next();
             }
+            return Ok(it.status()?);
+        }
+        it.status()?;
+        let mut rows = Vec::new();
+        let mut it = self.prefix_iterator(T::TABLE, &prefix);
+        while let Some((key, value)) = it.item() {
+            rows.push(T::decode(
+                member_of_key(key, prefix.len(), 0, T::TABLE)?,
+                value,
+            )?);
             it.next();
         }
         it.status()?;
+        rows.sort_unstable_by(T::ranked_order);
+        for row in rows {
+            if !visit(row) {
+                break;
+            }
+        }
         Ok(())
     }
 
-    fn ranked<T>(
-        &self,
-        item: &Item,
-        cf: &'static str,
-        from: usize,
-        count: usize,
-        rank_words: usize,
-        decode: fn(&str, &[u8]) -> Result<T>,
-    ) -> Result<Vec<T>> {
-        let prefix = self.hasher.item_key(item);
-        let mut it = self.db.iterator_cf_opt(
-            self.cf(cf),
-            self.opts(),
-            IteratorMode::From(&prefix, Direction::Forward),
-        );
+    /// An iterator over the rows of `cf` whose keys start with `prefix`, at the first.
+    fn prefix_iterator(&self, cf: &str, prefix: &[u8]) -> rocksdb::DBRawIterator<'_> {
+        let mut opts = self.opts();
+        if let Some(upper) = prefix_successor(prefix) {
+            opts.set_iterate_upper_bound(upper);
+        }
+        let mut it = self.db.raw_iterator_cf_opt(self.cf(cf), opts);
+        it.seek(prefix);
+        it
+    }
+
+    /// Rows `from..from + count` of an item's `T` rows in ranked order.
+    fn ranked<T: Ranked>(&self, item: &Item, from: usize, count: usize) -> Result<Vec<T>> {
         let mut out = Vec::new();
         let mut skipped = 0;
-        while out.len() < count {
-            let Some(kv) = it.next() else { break };
-            let (k, v) = kv?;
-            if !k.starts_with(&prefix) {
-                break;
-            }
-            if skipped < from {
-                skipped += 1;
-                continue;
-            }
-            out.push(decode(
-                member_of_key(&k, prefix.len(), rank_words, cf)?,
-                &v,
-            )?);
+        if count > 0 {
+            self.scan_ranked(item, |row: T| {
+                if skipped < from {
+                    skipped += 1;
+                } else {
+                    out.push(row);
+                }
+                out.len() < count
+            })?;
         }
         Ok(out)
     }

@@ -12,7 +12,9 @@
 //! write batch by [`Writer::commit`]: a crash loses at most the uncommitted batch, never
 //! leaves half of one.
 
-use crate::aggregate::{accumulate, AnchorText, Counters, RefDomain, TimelineDelta};
+use crate::aggregate::{
+    accumulate, has_ranked_copies, AnchorText, Counters, Ranked, RefDomain, TimelineDelta,
+};
 use crate::build::Table;
 use crate::crawl::{
     crawl_order, crawl_status, newer_crawl, next_state, older_crawl, CrawlOrder, UrlMetrics,
@@ -578,7 +580,19 @@ impl<'a> Writer<'a> {
                 item_key,
                 text,
                 share,
-            } => self.anchor_row(&item_key, &text)?.fold(&share),
+            } => {
+                let row = self.anchor_row(&item_key, &text)?;
+                let before = row.is_kept();
+                row.fold(&share);
+                let moved = i64::from(row.is_kept()) - i64::from(before);
+                if moved != 0 {
+                    let delta = Counters {
+                        anchor_texts: moved,
+                        ..Default::default()
+                    };
+                    self.add_counters(item_key, &delta);
+                }
+            }
             Contribution::Timeline {
                 item_key,
                 day,
@@ -896,8 +910,9 @@ impl BatchRows {
                 batch.delete(&key);
             }
         }
-        write_ranked(&mut batch, &self.refdomains);
-        write_ranked(&mut batch, &self.anchors);
+        let stored = self.stored_counters(db)?;
+        write_member_rows(&mut batch, &self.refdomains, &self.counters, &stored, db)?;
+        write_member_rows(&mut batch, &self.anchors, &self.counters, &stored, db)?;
         for (url, &n) in &self.url_refs {
             if n > 0 {
                 batch.put(&UrlRefKey(url), &Count(n));
@@ -912,11 +927,38 @@ impl BatchRows {
         db.write_opt(batch.into_write_batch(db), &wo)?;
         Ok(())
     }
+
+    /// The stored counters of the items whose referring-domain or anchor rows this batch
+    /// changes: how many such rows each had before it, which says whether it keeps ranked
+    /// copies. Read when the batch before is written, so they are current.
+    fn stored_counters(&self, db: &rocksdb::DB) -> Result<HashMap<Vec<u8>, Counters>> {
+        let mut items: Vec<&[u8]> = changed_items(&self.refdomains)
+            .chain(changed_items(&self.anchors))
+            .collect();
+        items.sort_unstable();
+        items.dedup();
+        let cf = cf_handle(db, CF_COUNTERS);
+        let values = db.batched_multi_get_cf(cf, &items, true);
+        let mut out = HashMap::default();
+        for (item_key, value) in items.into_iter().zip(values) {
+            if let Some(v) = value? {
+                out.insert(item_key.to_vec(), CountersKey(item_key).decode_value(&v)?);
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Item keys of the rows of `rows` that changed.
+fn changed_items<T: MemberRow>(rows: &HashMap<Vec<u8>, Tracked<T>>) -> impl Iterator<Item = &[u8]> {
+    rows.iter()
+        .filter(|(_, t)| t.original.as_ref() != Some(&t.current))
+        .map(|(key, t)| &key[..t.item_key_len])
 }
 
 /// A referring-domain or anchor-text row as the writer tracks it: kept in its table
 /// under `item_key | member | 0`, with a ranked copy ordered by its counts.
-trait MemberRow: Clone + PartialEq + 'static {
+trait MemberRow: Ranked + Clone + PartialEq + 'static {
     type Key<'a>: BuiltKey<Value = Self>;
     type RankedKey<'a>: BuiltKey<Value = Self>;
     /// This batch's rows of the table.
@@ -925,7 +967,6 @@ trait MemberRow: Clone + PartialEq + 'static {
     /// A row not in the store yet.
     fn empty(member: &str) -> Self;
     fn key<'a>(item_key: &'a [u8], member: &'a str) -> Self::Key<'a>;
-    fn member(&self) -> &str;
     fn ranked_key<'a>(&'a self, item_key: &'a [u8]) -> Self::RankedKey<'a>;
     /// Whether the row counts a link; at zero it and its ranked copy are removed.
     fn is_kept(&self) -> bool;
@@ -948,9 +989,6 @@ impl MemberRow for RefDomain {
     }
     fn key<'a>(item_key: &'a [u8], domain: &'a str) -> RefDomainKey<'a> {
         RefDomainKey { item_key, domain }
-    }
-    fn member(&self) -> &str {
-        &self.domain
     }
     fn ranked_key<'a>(&'a self, item_key: &'a [u8]) -> RankedRefDomainKey<'a> {
         RankedRefDomainKey {
@@ -980,9 +1018,6 @@ impl MemberRow for AnchorText {
     }
     fn key<'a>(item_key: &'a [u8], text: &'a str) -> AnchorKey<'a> {
         AnchorKey { item_key, text }
-    }
-    fn member(&self) -> &str {
-        &self.text
     }
     fn ranked_key<'a>(&'a self, item_key: &'a [u8]) -> RankedAnchorKey<'a> {
         RankedAnchorKey {
@@ -1087,32 +1122,89 @@ fn take_written<T: MemberRow>(
     Ok(())
 }
 
-/// Writes the aggregate rows that changed and moves their ranked copies: a ranked key
-/// that changed is deleted (from the value as loaded) and the new one written; one that
-/// stayed is overwritten in place. Empty rows are removed; rows loaded but left as they
-/// were are not written at all.
-fn write_ranked<T: MemberRow>(batch: &mut SortedBatch, rows: &HashMap<Vec<u8>, Tracked<T>>) {
+/// Writes the aggregate rows that changed, and their ranked copies where the item keeps
+/// them ([`has_ranked_copies`] of its row count before and after the batch: `stored`
+/// counters plus the batch's `deltas`). Within an item that keeps them, a ranked key that
+/// changed is deleted (from the value as loaded) and the new one written, and one that
+/// stayed is overwritten in place. An item that crosses the bound gets ranked copies of
+/// all its rows, or loses them all, from a scan of its rows. Empty rows are removed; rows
+/// loaded but left as they were are not written at all.
+fn write_member_rows<T: MemberRow>(
+    batch: &mut SortedBatch,
+    rows: &HashMap<Vec<u8>, Tracked<T>>,
+    deltas: &HashMap<Vec<u8>, Counters>,
+    stored: &HashMap<Vec<u8>, Counters>,
+    db: &rocksdb::DB,
+) -> Result<()> {
+    let rows_of = |counters: &HashMap<Vec<u8>, Counters>, item_key: &[u8]| {
+        counters.get(item_key).map_or(0, T::rows_of)
+    };
+    // Items that cross the bound, and whether upwards.
+    let mut crossing: HashMap<&[u8], bool> = HashMap::default();
     for (key, t) in rows {
         if t.original.as_ref() == Some(&t.current) {
             continue;
         }
         let item_key = &key[..t.item_key_len];
+        let before = rows_of(stored, item_key);
+        let after = before + rows_of(deltas, item_key);
         let kept = t.current.is_kept();
-        let ranked = t.current.ranked_key(item_key);
-        if let Some(old) = &t.original {
-            let old = old.ranked_key(item_key);
-            if !kept || old.encode() != ranked.encode() {
-                batch.delete(&old);
-            }
-        }
         let row = T::key(item_key, t.current.member());
         if kept {
-            batch.put(&ranked, &t.current);
             batch.put(&row, &t.current);
         } else {
             batch.delete(&row);
         }
+        match (has_ranked_copies(before), has_ranked_copies(after)) {
+            (true, true) => {
+                let ranked = t.current.ranked_key(item_key);
+                if let Some(old) = &t.original {
+                    let old = old.ranked_key(item_key);
+                    if !kept || old.encode() != ranked.encode() {
+                        batch.delete(&old);
+                    }
+                }
+                if kept {
+                    batch.put(&ranked, &t.current);
+                }
+            }
+            (false, false) => {}
+            (had, _) => {
+                crossing.insert(item_key, !had);
+            }
+        }
     }
+    if crossing.is_empty() {
+        return Ok(());
+    }
+    let cf = cf_handle(db, T::TABLE);
+    for (&item_key, &up) in &crossing {
+        let mut opts = ReadOptions::default();
+        if let Some(upper) = prefix_successor(item_key) {
+            opts.set_iterate_upper_bound(upper);
+        }
+        let mut it = db.raw_iterator_cf_opt(cf, opts);
+        it.seek(item_key);
+        while let Some((key, value)) = it.item() {
+            let member = member_of_key(key, item_key.len(), 0, T::TABLE)?;
+            let stored = <T as Ranked>::decode(member, value)?;
+            // Rows this batch holds are written from its values below.
+            if !up {
+                batch.delete(&stored.ranked_key(item_key));
+            } else if !rows.contains_key(key) {
+                batch.put(&stored.ranked_key(item_key), &stored);
+            }
+            it.next();
+        }
+        it.status()?;
+    }
+    for (key, t) in rows {
+        let item_key = &key[..t.item_key_len];
+        if crossing.get(item_key) == Some(&true) && t.current.is_kept() {
+            batch.put(&t.current.ranked_key(item_key), &t.current);
+        }
+    }
+    Ok(())
 }
 
 /// True when `new` differs from `old` only by a later LastSeenDate and more history:

@@ -866,3 +866,88 @@ fn summaries_read_again_through_a_snapshot_are_its_own_and_a_publish_shows_the_n
         "an older view keeps its snapshot's rows"
     );
 }
+
+/// Items with more than `RANKED_COPIES_ABOVE` referring domains (or anchors) keep ranked
+/// copies of those rows; smaller ones none, read by sorting. The incremental writer
+/// gives an item its copies when it grows past the bound and takes them all when
+/// expiry shrinks it back, and reads come in the same order either way.
+#[test]
+fn ranked_copies_follow_an_item_across_the_bound() {
+    use linkstore::build::Table;
+    let (_d, store) = open(64);
+    let n = linkstore::RANKED_COPIES_ABOVE as usize + 6;
+    // Domain i links to 1 to 3 of the target's pages, all with anchor `a{i}`.
+    let crawl = |i: usize, at: i64| {
+        let links = (0..=i % 3)
+            .map(|j| link(&format!("http://target.com/p{j}"), &format!("a{i}")))
+            .collect();
+        html(&format!("http://s{i:03}.org/"), at, links)
+    };
+    let ranked_rows = |store: &Store| {
+        [Table::RefDomainsRanked, Table::AnchorsRanked].map(|t| {
+            let mut n = 0;
+            store.read().scan_table(t, |_, _| n += 1).unwrap();
+            n
+        })
+    };
+    let root = Item::parse("target.com").unwrap();
+    // Referring domains as the ranked table orders them: most links, then by name.
+    let check_order = |store: &Store, domains: std::ops::Range<usize>| {
+        let mut want: Vec<(i64, String)> = domains
+            .map(|i| ((i % 3 + 1) as i64, format!("s{i:03}.org")))
+            .collect();
+        want.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+        let got: Vec<(i64, String)> = store
+            .read()
+            .ref_domains(&root, 0, 1_000)
+            .unwrap()
+            .into_iter()
+            .map(|d| (d.links, d.domain))
+            .collect();
+        assert_eq!(got, want);
+        let page: Vec<String> = (store.read().ref_domains(&root, 5, 10).unwrap())
+            .into_iter()
+            .map(|d| d.domain)
+            .collect();
+        let want_page: Vec<String> = want.iter().skip(5).take(10).map(|w| w.1.clone()).collect();
+        assert_eq!(page, want_page);
+        let anchors = store.read().anchors(&root, 0, 1_000).unwrap();
+        assert_eq!(anchors.len(), want.len());
+        assert!(anchors
+            .windows(2)
+            .all(|w| (w[0].ref_domains, w[0].links) >= (w[1].ref_domains, w[1].links)));
+    };
+
+    // Ten domains crawled early, the rest ten days later, in separate batches.
+    apply_all(&store, &(0..10).map(|i| crawl(i, T0)).collect::<Vec<_>>());
+    check_order(&store, 0..10);
+    assert_eq!(
+        ranked_rows(&store),
+        [0, 0],
+        "small items keep no ranked copies"
+    );
+    let later: Vec<PageCrawl> = (10..n).map(|i| crawl(i, T0 + 10 * DAY)).collect();
+    apply_all(&store, &later);
+    check_order(&store, 0..n);
+    // The root domain, its host and page p0 each have n referring domains and anchors.
+    assert_eq!(ranked_rows(&store), [3 * n, 3 * n]);
+
+    // Expiring the early ten leaves n - 10 (within the bound): every copy goes.
+    let stats = store
+        .writer()
+        .expire_before(linkstore::day_of(T0 + 5 * DAY))
+        .unwrap();
+    assert_eq!(stats.pages, 10, "{stats:?}");
+    check_order(&store, 10..n);
+    assert_eq!(ranked_rows(&store), [0, 0]);
+
+    // Back above the bound.
+    apply_all(
+        &store,
+        &(0..10).map(|i| crawl(i, T0 + 20 * DAY)).collect::<Vec<_>>(),
+    );
+    check_order(&store, 0..n);
+    assert_eq!(ranked_rows(&store), [3 * n, 3 * n]);
+    let c = store.read().counters(&root).unwrap().unwrap();
+    assert_eq!((c.ref_domains, c.anchor_texts), (n as i64, n as i64));
+}
