@@ -65,6 +65,16 @@ fn check_item(store: &Store, item: &Item, first_day_exact: bool) {
         c.ref_domains_live,
         by_domain.values().filter(|v| v.0 > v.1).count() as i64
     );
+    let ips: BTreeSet<String> = rows
+        .iter()
+        .filter_map(|r| r.source_ip.map(linkstore::ip_member))
+        .collect();
+    let subnets: BTreeSet<&str> = ips.iter().map(|m| linkstore::subnet_of_member(m)).collect();
+    assert_eq!(
+        (c.ref_ips, c.ref_subnets),
+        (ips.len() as i64, subnets.len() as i64),
+        "{item}"
+    );
     let stored = store.read().ref_domains(item, 0, 1_000_000).unwrap();
     assert_eq!(stored.len(), by_domain.len(), "{item}");
     for d in &stored {

@@ -22,7 +22,7 @@ use crate::aggregate::{
 use crate::crawl::{crawl_order, crawl_status, newer_crawl, next_state, CrawlOrder, UrlMetrics};
 use crate::error::{Error, Result};
 use crate::item::Item;
-use crate::keys::{url_hash, url_key, ItemHasher};
+use crate::keys::{url_hash, url_key, DistinctKind, ItemHasher};
 use crate::page::{day_of, PageCrawl, PageState};
 use crate::record::LinkRecord;
 use crate::store::{cf_options, StoreOptions};
@@ -32,8 +32,8 @@ use crate::table::{
     UrlRefKey,
 };
 use crate::views::{
-    anchor_of_member, distinct_feed, link_contributions, ref_domain_counters, target_contributions,
-    Contribution, DistinctFeed,
+    anchor_of_member, distinct_feed, link_contributions, ref_domain_counters, subnet_of_member,
+    target_contributions, Contribution, DistinctFeed,
 };
 use crate::writer::ApplyStats;
 use std::collections::BTreeMap;
@@ -300,6 +300,8 @@ pub struct Reducer {
     summing: Option<(Table, u64)>,
     ranked_ref_domains: RankedCopies,
     ranked_anchors: RankedCopies,
+    /// `item_key | kind | subnet` of the last referring address reduced.
+    last_subnet: Vec<u8>,
 }
 
 /// The ranked copies of one item's referring-domain or anchor rows, held back until the
@@ -350,6 +352,7 @@ impl Reducer {
             summing: None,
             ranked_ref_domains: RankedCopies::default(),
             ranked_anchors: RankedCopies::default(),
+            last_subnet: Vec::new(),
         }
     }
 
@@ -416,12 +419,27 @@ impl Reducer {
                 }
             }
             Table::Distinct => {
-                let key = DistinctKey::parse(key)?;
+                let raw = key;
+                let key = DistinctKey::parse(raw)?;
                 let n = sum_counts(&key, values)?;
                 if n <= 0 {
                     return Ok(());
                 }
                 emit_row(emit, &key, &Count(n));
+                if key.kind == DistinctKind::RefIp {
+                    // One subnet's addresses sort together: count it at its first.
+                    let subnet = subnet_of_member(key.member);
+                    let prefix = &raw[..key.item_key.len() + 1 + subnet.len()];
+                    if self.last_subnet != prefix {
+                        self.last_subnet.clear();
+                        self.last_subnet.extend_from_slice(prefix);
+                        let delta = Counters {
+                            ref_subnets: 1,
+                            ..Default::default()
+                        };
+                        self.sum.add_counters(key.item_key, &delta);
+                    }
+                }
                 match distinct_feed(key.kind, 1) {
                     DistinctFeed::Counters(delta) => self.sum.add_counters(key.item_key, &delta),
                     DistinctFeed::Nothing => {}

@@ -203,10 +203,9 @@ pub fn distinct_key(item_key: &[u8], kind: DistinctKind, member: &str) -> Vec<u8
 /// What a `distinct` row counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DistinctKind {
-    /// Referring IP address of the item's backlinks.
+    /// Referring IP address of the item's backlinks (spelt by `views::ip_member`); its
+    /// subnets are counted from these rows (format 7 kept them as kind 2).
     RefIp = 1,
-    /// Referring /24 (IPv4) or /48 (IPv6) subnet.
-    RefSubnet = 2,
     /// Referring domain of one anchor text (member is `anchor \x01 domain`).
     AnchorDomain = 3,
     /// External domain linked from the item's pages.
@@ -221,7 +220,6 @@ impl DistinctKind {
     pub(crate) fn from_u8(b: u8) -> Option<DistinctKind> {
         Some(match b {
             1 => DistinctKind::RefIp,
-            2 => DistinctKind::RefSubnet,
             3 => DistinctKind::AnchorDomain,
             4 => DistinctKind::OutDomain,
             5 => DistinctKind::IpDomain,

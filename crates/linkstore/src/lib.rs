@@ -22,7 +22,7 @@ mod store;
 mod table;
 mod topic;
 mod views;
-pub use views::ip_member;
+pub use views::{ip_member, subnet_of_member};
 mod writer;
 
 pub use aggregate::{AnchorText, Counters, RefDomain, RANKED_COPIES_ABOVE};

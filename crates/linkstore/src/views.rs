@@ -203,7 +203,7 @@ pub(crate) fn target_contributions(
     // variants share one row and their referring domains are counted exactly.
     let anchor = rec.anchor_text.to_lowercase();
     let anchor_domain = format!("{anchor}\u{1}{source_domain}");
-    let ip_and_subnet = rec.source_ip.map(|ip| (ip.to_string(), subnet(ip)));
+    let ip = rec.source_ip.map(ip_member);
     for item in items {
         let item_key = hasher.item_key(&item);
         out.push(Contribution::RefDomain {
@@ -218,9 +218,10 @@ pub(crate) fn target_contributions(
                 last_seen: if sign > 0 { rec.last_seen } else { 0 },
             },
         });
-        let members = ip_and_subnet
+        // Subnets are counted from the addresses' rows (`subnet_of_member`).
+        let members = ip
             .iter()
-            .flat_map(|(ip, subnet)| [(DistinctKind::RefIp, ip), (DistinctKind::RefSubnet, subnet)])
+            .map(|ip| (DistinctKind::RefIp, ip))
             .chain([(DistinctKind::AnchorDomain, &anchor_domain)]);
         for (kind, member) in members {
             out.push(Contribution::Distinct {
@@ -277,7 +278,6 @@ pub(crate) fn distinct_feed(kind: DistinctKind, moved: i64) -> DistinctFeed {
     let mut c = Counters::default();
     match kind {
         DistinctKind::RefIp => c.ref_ips = moved,
-        DistinctKind::RefSubnet => c.ref_subnets = moved,
         DistinctKind::OutDomain => c.out_domains_external = moved,
         DistinctKind::AnchorDomain => return DistinctFeed::AnchorRefDomains,
         DistinctKind::IpDomain | DistinctKind::DomainIp => return DistinctFeed::Nothing,
@@ -285,8 +285,9 @@ pub(crate) fn distinct_feed(kind: DistinctKind, moved: i64) -> DistinctFeed {
     DistinctFeed::Counters(c)
 }
 
-/// An address as `IpDomain`/`DomainIp` members spell it: IPv4 dotted, IPv6 as eight
-/// groups of four hex digits, so that an address's /24 or /48 is a text prefix.
+/// An address as `RefIp`, `IpDomain` and `DomainIp` members spell it: IPv4 dotted, IPv6
+/// as eight groups of four hex digits, so that an address's /24 or /48 is a text prefix
+/// ([`subnet_of_member`]) and one subnet's members sort together.
 pub fn ip_member(ip: IpAddr) -> String {
     match ip.to_canonical() {
         IpAddr::V4(a) => a.to_string(),
@@ -296,6 +297,17 @@ pub fn ip_member(ip: IpAddr) -> String {
             .map(|g| format!("{g:04x}"))
             .collect::<Vec<_>>()
             .join(":"),
+    }
+}
+
+/// The `/24` (IPv4) or `/48` (IPv6) prefix of an address spelt by [`ip_member`]: up to
+/// its third dot, or its first three groups and their colons.
+pub fn subnet_of_member(member: &str) -> &str {
+    if member.contains(':') {
+        member.get(..15).unwrap_or(member)
+    } else {
+        let end = member.rfind('.').map_or(member.len(), |i| i + 1);
+        &member[..end]
     }
 }
 
@@ -338,18 +350,4 @@ fn edu_gov(domain: &str) -> (bool, bool) {
     let edu = matches!(first, "edu" | "ac") || suffix == "edu";
     let gov = matches!(first, "gov" | "govt" | "gouv" | "gob" | "mil") || suffix == "gov";
     (edu, gov)
-}
-
-/// `/24` of an IPv4 address, `/48` of an IPv6 one.
-fn subnet(ip: IpAddr) -> String {
-    match ip {
-        IpAddr::V4(v4) => {
-            let o = v4.octets();
-            format!("{}.{}.{}.0/24", o[0], o[1], o[2])
-        }
-        IpAddr::V6(v6) => {
-            let s = v6.segments();
-            format!("{:x}:{:x}:{:x}::/48", s[0], s[1], s[2])
-        }
-    }
 }

@@ -26,13 +26,13 @@ use crate::page::{day_of, PageCrawl, PageState};
 use crate::record::{FlowPair, LinkRecord};
 use crate::store::*;
 use crate::table::{
-    AnchorKey, BacklinkKey, BuiltKey, Count, CountersKey, DistinctKey, Empty, EncodedRecord,
-    ExpiryLinkKey, ExpiryPageKey, LinkKey, MergedKey, PageKey, RankedAnchorKey, RankedRefDomainKey,
-    RefDomainKey, TableKey, TimelineKey, UrlRefKey,
+    item_key_len, AnchorKey, BacklinkKey, BuiltKey, Count, CountersKey, DistinctKey, Empty,
+    EncodedRecord, ExpiryLinkKey, ExpiryPageKey, LinkKey, MergedKey, PageKey, RankedAnchorKey,
+    RankedRefDomainKey, RefDomainKey, TableKey, TimelineKey, UrlRefKey,
 };
 use crate::views::{
     anchor_of_member, contributions, distinct_feed, domain_of_url, ref_domain_counters,
-    Contribution, DistinctFeed,
+    subnet_of_member, Contribution, DistinctFeed,
 };
 use rocksdb::{ReadOptions, WriteBatch};
 use std::collections::hash_map::Entry;
@@ -215,6 +215,9 @@ struct BatchRows {
     anchors: HashMap<Vec<u8>, Tracked<AnchorText>>,
     /// By encoded `distinct` key.
     distinct: HashMap<Vec<u8>, i64>,
+    /// Referring addresses that appeared less those that went, per item and subnet (by
+    /// `item_key | kind | subnet`): resolved against the store when written.
+    subnets: HashMap<Vec<u8>, i64>,
     /// Reference counts of the URLs touched (see `Writer::ref_url`).
     url_refs: HashMap<String, i64>,
 }
@@ -550,6 +553,9 @@ impl<'a> Writer<'a> {
                 sign,
             } => {
                 let moved = self.bump_distinct(&item_key, kind, &member, sign)?;
+                if moved != 0 && kind == DistinctKind::RefIp {
+                    self.move_subnet(&item_key, &member, moved);
+                }
                 if moved != 0 {
                     match distinct_feed(kind, moved) {
                         DistinctFeed::Counters(delta) => self.add_counters(item_key, &delta),
@@ -805,6 +811,21 @@ impl<'a> Writer<'a> {
         Ok(out)
     }
 
+    /// Notes a referring address of an item appearing (`moved` 1) or going (-1) in its
+    /// subnet. Whether the subnet appears or goes with it depends only on the subnet's
+    /// live addresses before the batch and after: [`BatchRows::subnet_counters`] works it
+    /// out when the batch is written.
+    fn move_subnet(&mut self, item_key: &[u8], address: &str, moved: i64) {
+        let mut prefix = DistinctKey {
+            item_key,
+            kind: DistinctKind::RefIp,
+            member: subnet_of_member(address),
+        }
+        .encode();
+        prefix.pop(); // the member's terminator: the subnet is a prefix of its addresses
+        *self.rows.subnets.entry(prefix).or_default() += moved;
+    }
+
     /// Moves a distinct-member reference count; returns the change in the number of
     /// distinct members (+1 when the member appears, -1 when its count drops to 0).
     fn bump_distinct(
@@ -892,8 +913,20 @@ impl BatchRows {
             let rec = &self.links[source][target];
             batch.put(&LinkKey { source, target }, rec);
         }
+        let mut subnets = self.subnet_counters(db)?;
         for (item_key, delta) in &self.counters {
-            batch.merge(&CountersKey(item_key), delta);
+            let mut delta = *delta;
+            if let Some(moved) = subnets.remove(item_key.as_slice()) {
+                delta.ref_subnets += moved;
+            }
+            batch.merge(&CountersKey(item_key), &delta);
+        }
+        for (item_key, moved) in subnets {
+            let delta = Counters {
+                ref_subnets: moved,
+                ..Default::default()
+            };
+            batch.merge(&CountersKey(item_key), &delta);
         }
         for ((item_key, day), delta) in &self.timeline {
             let key = TimelineKey {
@@ -926,6 +959,41 @@ impl BatchRows {
         wo.disable_wal(true);
         db.write_opt(batch.into_write_batch(db), &wo)?;
         Ok(())
+    }
+
+    /// How each item's subnet count moves with this batch: a subnet whose addresses
+    /// appeared counts if the store has none of them yet; one whose addresses went stops
+    /// counting if the store has no more than went. Read in key order, with one iterator,
+    /// when the batch before is written.
+    fn subnet_counters<'k>(&'k self, db: &rocksdb::DB) -> Result<HashMap<&'k [u8], i64>> {
+        let mut moved: Vec<(&[u8], i64)> = self
+            .subnets
+            .iter()
+            .filter(|(_, &n)| n != 0)
+            .map(|(prefix, &n)| (prefix.as_slice(), n))
+            .collect();
+        moved.sort_unstable();
+        let mut out = HashMap::default();
+        let mut it = db.raw_iterator_cf(cf_handle(db, CF_DISTINCT));
+        for (prefix, n) in moved {
+            it.seek(prefix);
+            let mut stored = 0;
+            while it.key().is_some_and(|k| k.starts_with(prefix)) {
+                stored += 1;
+                // Appearing addresses only ask whether there is one.
+                if n > 0 {
+                    break;
+                }
+                it.next();
+            }
+            it.status()?;
+            let change = i64::from(stored + n > 0) - i64::from(stored > 0);
+            if change != 0 {
+                let item_key = &prefix[..item_key_len(prefix, CF_DISTINCT)?];
+                *out.entry(item_key).or_default() += change;
+            }
+        }
+        Ok(out)
     }
 
     /// The stored counters of the items whose referring-domain or anchor rows this batch

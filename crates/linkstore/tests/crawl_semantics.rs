@@ -951,3 +951,53 @@ fn ranked_copies_follow_an_item_across_the_bound() {
     let c = store.read().counters(&root).unwrap().unwrap();
     assert_eq!((c.ref_domains, c.anchor_texts), (n as i64, n as i64));
 }
+
+/// Referring subnets are counted from the referring addresses' rows: a /24 or /48 counts
+/// while one of its addresses has a link, across batches (one of them still being written)
+/// and expiry; "10.0.1." and "10.0.10." are different subnets.
+#[test]
+fn referring_subnets_follow_their_addresses() {
+    let (_d, store) = open(64);
+    let crawl = |source: &str, ip: &str, at: i64| PageCrawl {
+        url: source.into(),
+        fetched_at: at,
+        ip: Some(ip.parse().unwrap()),
+        outcome: CrawlOutcome::Html {
+            links: vec![link("http://t.com/", "t")],
+        },
+    };
+    let counts = |store: &Store| {
+        ["t.com", "http://t.com/"].map(|i| {
+            let c = store.read().counters(&Item::parse(i).unwrap()).unwrap();
+            let c = c.unwrap_or_default();
+            (c.ref_ips, c.ref_subnets)
+        })
+    };
+    let mut w = store.writer();
+    w.apply(&crawl("http://a.com/", "10.0.1.5", T0)).unwrap();
+    w.apply(&crawl("http://c.com/", "10.0.10.1", T0)).unwrap();
+    // The next crawls read this batch's subnets while it is written.
+    w.commit_in_background().unwrap();
+    let later = T0 + 10 * DAY;
+    w.apply(&crawl("http://b.com/", "10.0.1.50", later))
+        .unwrap();
+    w.apply(&crawl("http://d.com/", "2001:db8:1::1", later))
+        .unwrap();
+    w.apply(&crawl("http://e.com/", "2001:db8:1:ffff::2", later))
+        .unwrap();
+    w.commit().unwrap();
+    drop(w);
+    assert_eq!(counts(&store), [(5, 3); 2]);
+
+    // a.com and c.com expire: 10.0.1.0/24 keeps b.com's address, 10.0.10.0/24 goes.
+    let stats = store
+        .writer()
+        .expire_before(linkstore::day_of(T0 + 5 * DAY))
+        .unwrap();
+    assert_eq!(stats.pages, 2, "{stats:?}");
+    assert_eq!(counts(&store), [(3, 2); 2]);
+
+    // A second address in the same /48 adds an address, not a subnet.
+    apply_all(&store, &[crawl("http://f.com/", "2001:db8:1:2::9", later)]);
+    assert_eq!(counts(&store), [(4, 2); 2]);
+}

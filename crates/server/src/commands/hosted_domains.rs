@@ -7,7 +7,7 @@ use crate::envelope::{Reply, Table};
 use crate::error::ApiError;
 use crate::params::Params;
 use crate::row::{table_row, Row, Topics};
-use linkstore::{ip_member, Item, ReadView};
+use linkstore::{ip_member, subnet_of_member, Item, ReadView};
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
@@ -32,11 +32,7 @@ table_row! {
 
 /// The `/24` or `/48` prefix of an address in its member spelling.
 fn subnet_prefix(ip: IpAddr) -> String {
-    let m = ip_member(ip);
-    match ip.to_canonical() {
-        IpAddr::V4(_) => m[..=m.rfind('.').unwrap_or(0)].to_string(),
-        IpAddr::V6(_) => m[..15].to_string(),
-    }
+    subnet_of_member(&ip_member(ip)).to_string()
 }
 
 /// One table of domains under an address prefix: the strongest `max` by Trust Flow, then
