@@ -126,6 +126,34 @@ fn check_item(store: &Store, item: &Item, first_day_exact: bool) {
     );
 }
 
+/// Every page's, host's and root domain's `out_domains_external` equals the distinct root
+/// domains its live external link records point to: those of the stored records' sources
+/// and those of `web` (0 for pages with no record left).
+fn check_out_domains(store: &Store, web: &webgen::Web) {
+    let mut want: BTreeMap<Item, BTreeSet<String>> = BTreeMap::new();
+    store
+        .read()
+        .scan_links(|r| {
+            for item in Item::levels_of_url(&r.source_url) {
+                let domains = want.entry(item).or_default();
+                if !r.is_internal() && !r.is_deleted() {
+                    domains.insert(domain(&r.target_url));
+                }
+            }
+        })
+        .unwrap();
+    assert!(want.values().any(|d| d.len() > 1));
+    for page in 0..web.pages() {
+        for item in Item::levels_of_url(&web.url(page)) {
+            want.entry(item).or_default();
+        }
+    }
+    for (item, domains) in &want {
+        let c = store.read().counters(item).unwrap().unwrap_or_default();
+        assert_eq!(c.out_domains_external, domains.len() as i64, "{item}");
+    }
+}
+
 /// A 3,000-page web crawled four times, ingested into a store in `dir`.
 fn four_crawl_rounds(dir: &std::path::Path, opts: IngestOptions) -> (webgen::WebSpec, Store) {
     let spec = webgen::WebSpec {
@@ -164,6 +192,7 @@ fn views_equal_a_scan_of_the_records_after_many_crawl_rounds() {
     }
     check_item(&store, &Item::parse(&web.hot_url()).unwrap(), true);
     assert!(checked > 50);
+    check_out_domains(&store, &web);
     let hot = store
         .read()
         .counters(&Item::parse(&web.hot_url()).unwrap())
@@ -220,6 +249,7 @@ fn views_equal_a_scan_of_the_records_left_after_the_window_expires() {
         }
     }
     check_item(&store, &Item::parse(&web.hot_url()).unwrap(), false);
+    check_out_domains(&store, &web);
     // Expiring again at the same cutoff changes nothing.
     assert_eq!(
         store.writer().expire_before(cutoff).unwrap(),

@@ -32,8 +32,8 @@ use crate::table::{
     UrlRefKey,
 };
 use crate::views::{
-    anchor_of_member, distinct_feed, link_contributions, ref_domain_counters, subnet_of_member,
-    target_contributions, Contribution, DistinctFeed,
+    anchor_of_member, distinct_feed, link_contributions, out_domain_counters, page_out_domains,
+    ref_domain_counters, subnet_of_member, target_contributions, Contribution, DistinctFeed,
 };
 use crate::writer::ApplyStats;
 use std::collections::BTreeMap;
@@ -256,6 +256,15 @@ impl PageRows {
         for key in item_keys_of_url(&self.hasher, &url) {
             emit_row(emit, &CountersKey(&key), &crawled);
         }
+        let out_domains = page_out_domains(&records);
+        if out_domains > 0 {
+            let delta = Counters {
+                out_domains_external: out_domains,
+                ..Default::default()
+            };
+            let key = self.hasher.item_key(&Item::url(url.clone()));
+            emit_row(emit, &CountersKey(&key), &delta);
+        }
         for rec in &records {
             emit_row(emit, &UrlRefKey(&rec.target_url), &Count(1));
             self.contributions.clear();
@@ -464,6 +473,12 @@ impl Reducer {
                 let live = i64::from(row.live_links() > 0);
                 let delta = ref_domain_counters(&row.domain, 1, live);
                 self.sum.add_counters(key.item_key, &delta);
+                // Another item's counters: emitted, not summed with this item's.
+                if let Some((source, delta)) =
+                    out_domain_counters(key.item_key, &row.domain, live, &self.hasher)
+                {
+                    emit_row(emit, &CountersKey(&source), &delta);
+                }
                 let ranked = RankedRefDomainKey {
                     item_key: key.item_key,
                     row: &row,

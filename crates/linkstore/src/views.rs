@@ -7,7 +7,7 @@
 //! of contributions is what makes the two paths give the same views.
 
 use crate::aggregate::{AnchorText, Counters, RefDomain, TimelineDelta};
-use crate::item::{host_of, root_domain, Item};
+use crate::item::{host_of, root_domain, Item, Level};
 use crate::keys::{link_key, DistinctKind, ItemHasher};
 use crate::record::{LinkKind, LinkRecord};
 use crate::table::{BacklinkKey, EncodedRecord, ExpiryLinkKey};
@@ -104,12 +104,16 @@ pub(crate) fn link_contributions(
                 delta.out_links_internal = sign;
             } else {
                 delta.out_links_external = sign;
-                out.push(Contribution::Distinct {
-                    item_key: item_key.clone(),
-                    kind: DistinctKind::OutDomain,
-                    member: target_domain.to_string(),
-                    sign,
-                });
+                // Out-domains of a page come from its link set (`page_out_domains`), of
+                // a root domain from its referring-domain rows (`out_domain_counters`).
+                if item.level == Level::SubDomain {
+                    out.push(Contribution::Distinct {
+                        item_key: item_key.clone(),
+                        kind: DistinctKind::OutDomain,
+                        member: target_domain.to_string(),
+                        sign,
+                    });
+                }
             }
             out.push(Contribution::Counters { item_key, delta });
         }
@@ -309,6 +313,39 @@ pub fn subnet_of_member(member: &str) -> &str {
         let end = member.rfind('.').map_or(member.len(), |i| i + 1);
         &member[..end]
     }
+}
+
+/// Distinct root domains a page's live external links point to: its own
+/// `out_domains_external` (hosts count theirs with `distinct` rows).
+pub(crate) fn page_out_domains<'r>(records: impl IntoIterator<Item = &'r LinkRecord>) -> i64 {
+    let mut domains: Vec<&str> = records
+        .into_iter()
+        .filter(|r| !r.is_internal() && !r.is_deleted())
+        .map(|r| domain_of_url(&r.target_url))
+        .collect();
+    domains.sort_unstable();
+    domains.dedup();
+    domains.len() as i64
+}
+
+/// What a referring-domain row of a root-domain item feeds in its referring domain's own
+/// counters when the row's live links appear or end (`live` 1 or -1): the two rows count
+/// the same links, those from one root domain to another, so the referring domain gains
+/// or loses an out-domain exactly then. `None` for rows of other items.
+pub(crate) fn out_domain_counters(
+    item_key: &[u8],
+    domain: &str,
+    live: i64,
+    hasher: &ItemHasher,
+) -> Option<(Vec<u8>, Counters)> {
+    let root = item_key.get(8) == Some(&(Level::RootDomain as u8));
+    (root && live != 0).then(|| {
+        let delta = Counters {
+            out_domains_external: live,
+            ..Default::default()
+        };
+        (hasher.item_key(&Item::domain(domain.to_string())), delta)
+    })
 }
 
 /// The counters a referring-domain row feeds when it appears or empties (`any`) and

@@ -31,8 +31,8 @@ use crate::table::{
     RankedRefDomainKey, RefDomainKey, TableKey, TimelineKey, UrlRefKey,
 };
 use crate::views::{
-    anchor_of_member, contributions, distinct_feed, domain_of_url, ref_domain_counters,
-    subnet_of_member, Contribution, DistinctFeed,
+    anchor_of_member, contributions, distinct_feed, domain_of_url, out_domain_counters,
+    page_out_domains, ref_domain_counters, subnet_of_member, Contribution, DistinctFeed,
 };
 use rocksdb::{ReadOptions, WriteBatch};
 use std::collections::hash_map::Entry;
@@ -304,11 +304,23 @@ impl<'a> Writer<'a> {
                 changes?
             }
         };
-        for (old, new) in changes {
-            if old.is_none() {
-                self.ref_url(&new.target_url, 1)?;
+        if !changes.is_empty() {
+            let before = page_out_domains(
+                self.rows
+                    .links
+                    .get(&crawl.url)
+                    .into_iter()
+                    .flatten()
+                    .map(|(_, r)| r),
+            );
+            for (old, new) in changes {
+                if old.is_none() {
+                    self.ref_url(&new.target_url, 1)?;
+                }
+                self.change_link(old.as_ref(), new)?;
             }
-            self.change_link(old.as_ref(), new)?;
+            let after = page_out_domains(self.rows.links[&crawl.url].values());
+            self.add_page_out_domains(&crawl.url, after - before);
         }
         let state = next_state(previous, crawl, status);
         // The page's `expiry` row follows its last fetch day.
@@ -578,6 +590,11 @@ impl<'a> Writer<'a> {
                 let after = (rd.links > 0, rd.live_links() > 0);
                 let any = i64::from(after.0) - i64::from(before.0);
                 let live = i64::from(after.1) - i64::from(before.1);
+                let hasher = &self.store.hasher;
+                if let Some((source, delta)) = out_domain_counters(&item_key, &domain, live, hasher)
+                {
+                    self.add_counters(source, &delta);
+                }
                 if any != 0 || live != 0 {
                     self.add_counters(item_key, &ref_domain_counters(&domain, any, live));
                 }
@@ -650,6 +667,19 @@ impl<'a> Writer<'a> {
             .fold(&d);
     }
 
+    /// Moves the out-domain count of a page (its URL item only: hosts count theirs with
+    /// `distinct` rows, root domains from their referring-domain rows).
+    fn add_page_out_domains(&mut self, url: &str, moved: i64) {
+        if moved != 0 {
+            let delta = Counters {
+                out_domains_external: moved,
+                ..Default::default()
+            };
+            let key = self.store.hasher.item_key(&Item::url(url.to_string()));
+            self.add_counters(key, &delta);
+        }
+    }
+
     fn add_counters(&mut self, key: Vec<u8>, delta: &Counters) {
         accumulate(self.rows.counters.entry(key).or_default(), delta);
     }
@@ -715,7 +745,9 @@ impl<'a> Writer<'a> {
         // Every expired record once (a deleted link of an expired page is in both).
         let mut expired: BTreeMap<[u8; 16], LinkRecord> = BTreeMap::new();
         for (_, url) in &old_pages {
-            for rec in self.stored_links(url)? {
+            let records = self.stored_links(url)?;
+            self.add_page_out_domains(url, -page_out_domains(&records));
+            for rec in records {
                 expired.insert(link_key(&rec.source_url, &rec.target_url), rec);
             }
         }
