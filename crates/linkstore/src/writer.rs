@@ -305,14 +305,8 @@ impl<'a> Writer<'a> {
             }
         };
         if !changes.is_empty() {
-            let before = page_out_domains(
-                self.rows
-                    .links
-                    .get(&crawl.url)
-                    .into_iter()
-                    .flatten()
-                    .map(|(_, r)| r),
-            );
+            let links = self.rows.links.get(&crawl.url);
+            let before = page_out_domains(links.into_iter().flat_map(BTreeMap::values));
             for (old, new) in changes {
                 if old.is_none() {
                     self.ref_url(&new.target_url, 1)?;
@@ -1057,7 +1051,8 @@ fn changed_items<T: MemberRow>(rows: &HashMap<Vec<u8>, Tracked<T>>) -> impl Iter
 }
 
 /// A referring-domain or anchor-text row as the writer tracks it: kept in its table
-/// under `item_key | member | 0`, with a ranked copy ordered by its counts.
+/// under `item_key | member | 0`, with a ranked copy ordered by its counts when its item
+/// has more than `RANKED_COPIES_ABOVE` rows ([`write_member_rows`]).
 trait MemberRow: Ranked + Clone + PartialEq + 'static {
     type Key<'a>: BuiltKey<Value = Self>;
     type RankedKey<'a>: BuiltKey<Value = Self>;
