@@ -182,9 +182,13 @@ pub(crate) fn cf_options(name: &str, cache: Option<&Cache>, memtable_bytes: usiz
     // A quarter of the budget per table: a table written fast (backlinks, `distinct`)
     // flushes before the others force it to.
     o.set_write_buffer_size((memtable_bytes / 4).max(4 << 20));
-    // Most ingest reads are misses on new keys: let the memtable say so cheaply.
-    o.set_memtable_prefix_bloom_ratio(0.1);
-    o.set_memtable_whole_key_filtering(true);
+    // Most ingest reads are misses on new keys: let the memtables of point-read tables say
+    // so cheaply. A memtable's filter is allocated and zeroed whole when the memtable is
+    // made: 2% of its budget is about 16 bits per row of a full one.
+    if !SCANNED_ONLY.contains(&name) {
+        o.set_memtable_prefix_bloom_ratio(0.02);
+        o.set_memtable_whole_key_filtering(true);
+    }
     match name {
         CF_COUNTERS => o.set_merge_operator_associative("counters_v1", merge_counters),
         CF_TIMELINE => o.set_merge_operator_associative("timeline_v1", merge_timeline),
