@@ -53,6 +53,11 @@ impl ItemHasher {
     }
 }
 
+/// The level byte of an item key made by [`ItemHasher::item_key`].
+pub(crate) fn level_of_item_key(item_key: &[u8]) -> Option<u8> {
+    item_key.get(8).copied()
+}
+
 /// Full 64-bit hash of a URL, identifying link endpoints in link keys.
 pub fn url_hash(url: &str) -> u64 {
     xxh3_64(url.as_bytes())

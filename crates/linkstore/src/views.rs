@@ -8,7 +8,7 @@
 
 use crate::aggregate::{AnchorText, Counters, RefDomain, TimelineDelta};
 use crate::item::{host_of, root_domain, Item, Level};
-use crate::keys::{link_key, DistinctKind, ItemHasher};
+use crate::keys::{level_of_item_key, link_key, DistinctKind, ItemHasher};
 use crate::record::{LinkKind, LinkRecord};
 use crate::table::{BacklinkKey, EncodedRecord, ExpiryLinkKey};
 use std::net::IpAddr;
@@ -338,7 +338,7 @@ pub(crate) fn out_domain_counters(
     live: i64,
     hasher: &ItemHasher,
 ) -> Option<(Vec<u8>, Counters)> {
-    let root = item_key.get(8) == Some(&(Level::RootDomain as u8));
+    let root = level_of_item_key(item_key) == Some(Level::RootDomain as u8);
     (root && live != 0).then(|| {
         let delta = Counters {
             out_domains_external: live,

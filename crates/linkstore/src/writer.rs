@@ -559,10 +559,10 @@ impl<'a> Writer<'a> {
                 sign,
             } => {
                 let moved = self.bump_distinct(&item_key, kind, &member, sign)?;
-                if moved != 0 && kind == DistinctKind::RefIp {
-                    self.move_subnet(&item_key, &member, moved);
-                }
                 if moved != 0 {
+                    if kind == DistinctKind::RefIp {
+                        self.move_subnet(&item_key, &member, moved);
+                    }
                     match distinct_feed(kind, moved) {
                         DistinctFeed::Counters(delta) => self.add_counters(item_key, &delta),
                         DistinctFeed::AnchorRefDomains => {
