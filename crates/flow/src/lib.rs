@@ -18,8 +18,11 @@ pub use graph::Graph;
 pub use rank::{pagerank, rank, received, through_pinned, Dangling, RankParams, RankResult};
 pub use seeds::{parse_seeds, read_seeds, Seed};
 
-use linkstore::{host_of, root_domain, FlowPair, Item, ItemMetrics, Level, Store};
+use linkstore::{
+    flags, host_of, root_domain, url_hash, FlowPair, Item, ItemMetrics, Level, LinkEnd, Store,
+};
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 /// How many topics are kept per item.
 pub const MAX_TOPICS: usize = 10;
@@ -53,12 +56,12 @@ impl UrlGraph {
         let mut url_ids: HashMap<String, u32> = HashMap::new();
         let mut urls = Vec::new();
         let mut edges = Vec::new();
-        store.read().scan_links(|rec| {
-            if rec.is_deleted() || rec.is_nofollow() {
+        store.read().scan_link_urls(|source, target, link_flags| {
+            if link_flags & (flags::DELETED | flags::NOFOLLOW) != 0 {
                 return;
             }
-            let s = intern(&mut url_ids, &mut urls, &rec.source_url);
-            let t = intern(&mut url_ids, &mut urls, &rec.target_url);
+            let s = intern(&mut url_ids, &mut urls, source);
+            let t = intern(&mut url_ids, &mut urls, target);
             edges.push((s, t));
         })?;
         drop(url_ids);
@@ -86,6 +89,56 @@ impl UrlGraph {
 
     fn domain_of_url(&self, v: usize) -> usize {
         self.domain_of_host[self.host_of[v] as usize] as usize
+    }
+}
+
+/// Hashes a key that is already a hash (a URL's `xxh3`) to itself.
+#[derive(Default)]
+struct Prehashed(u64);
+
+impl Hasher for Prehashed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
+}
+
+/// Graph nodes by URL hash, the form in which backlink keys name both ends of a link:
+/// re-keying finds a row's ends without hashing their URLs again. A URL whose hash
+/// another one holds (64-bit collision) is found by name instead.
+struct NodesByHash {
+    by_hash: HashMap<u64, u32, BuildHasherDefault<Prehashed>>,
+    collided: HashMap<String, u32>,
+}
+
+impl NodesByHash {
+    /// `hash` is [`url_hash`] but for tests, which force collisions.
+    fn new(urls: &[String], hash: impl Fn(&str) -> u64) -> NodesByHash {
+        let mut by_hash =
+            HashMap::with_capacity_and_hasher(urls.len(), BuildHasherDefault::default());
+        let mut collided = HashMap::new();
+        for (v, url) in urls.iter().enumerate() {
+            if let Some(first) = by_hash.insert(hash(url), v as u32) {
+                by_hash.insert(hash(url), first);
+                collided.insert(url.clone(), v as u32);
+            }
+        }
+        NodesByHash { by_hash, collided }
+    }
+
+    /// The node of `url`, whose hash is `hash`.
+    fn find(&self, hash: u64, url: &str, urls: &[String]) -> Option<usize> {
+        match self.by_hash.get(&hash) {
+            Some(&v) if urls[v as usize] == url => Some(v as usize),
+            _ => self.collided.get(url).map(|&v| v as usize),
+        }
     }
 }
 
@@ -261,7 +314,7 @@ pub fn build(
     progress("publishing metrics");
     let mut update = store.begin_flow_update()?;
     // Each URL's flows and topics, made once: every backlink row carries its two ends'.
-    let mut url_flows: Vec<(FlowPair, Vec<(String, u8)>)> = Vec::with_capacity(n);
+    let mut ends: Vec<LinkEnd> = Vec::with_capacity(n);
     for v in 0..n {
         let m = metrics_of(g.domain_of_url(v), (cited[v], trusted[v]));
         update.put_metrics(&Item::url(g.urls[v].clone()), &m)?;
@@ -270,7 +323,7 @@ pub fn build(
             citation_flow: m.citation_flow,
         };
         update.put_top_page(&g.urls[v], flow)?;
-        url_flows.push((flow, m.topics));
+        ends.push(LinkEnd::new(flow, &m.topics));
     }
     for (h, name) in g.hosts.iter().enumerate() {
         let m = metrics_of(g.domain_of_host[h] as usize, host_raw[h]);
@@ -285,17 +338,13 @@ pub fn build(
     for (d, name) in g.domains.iter().enumerate() {
         update.put_metrics(&Item::domain(name.clone()), &metrics_of(d, domain_raw[d]))?;
     }
-    let index: HashMap<&str, usize> = g
-        .urls
-        .iter()
-        .enumerate()
-        .map(|(i, u)| (u.as_str(), i))
-        .collect();
-    let flow_of = |url: &str| match index.get(url) {
-        Some(&v) => url_flows[v].clone(),
-        None => (FlowPair::default(), Vec::new()),
+    let nodes = NodesByHash::new(&g.urls, url_hash);
+    let end_of = |hash: u64, url: &str| {
+        nodes
+            .find(hash, url, &g.urls)
+            .map_or_else(LinkEnd::default, |v| ends[v])
     };
-    let report = update.finish(flow_of, params.threads, &mut |rows| {
+    let report = update.finish(end_of, params.threads, &mut |rows| {
         progress(&format!("re-ordered {rows} backlink rows"))
     })?;
     Ok(FlowReport {
@@ -310,4 +359,31 @@ pub fn build(
         backlink_rows: report.backlink_rows,
         metrics_rows: report.metrics_rows,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// URLs whose hashes collide are each found, by name; unknown URLs are not.
+    #[test]
+    fn nodes_are_found_by_hash_and_by_name_when_hashes_collide() {
+        let urls: Vec<String> = ["http://a.com/", "http://b.com/", "http://c.com/"]
+            .iter()
+            .map(|u| u.to_string())
+            .collect();
+        let real = NodesByHash::new(&urls, url_hash);
+        assert!(real.collided.is_empty());
+        let colliding = NodesByHash::new(&urls, |_| 7);
+        assert_eq!(colliding.collided.len(), 2);
+        for (v, url) in urls.iter().enumerate() {
+            assert_eq!(real.find(url_hash(url), url, &urls), Some(v));
+            assert_eq!(colliding.find(7, url, &urls), Some(v));
+        }
+        assert_eq!(
+            real.find(url_hash("http://d.com/"), "http://d.com/", &urls),
+            None
+        );
+        assert_eq!(colliding.find(7, "http://d.com/", &urls), None);
+    }
 }

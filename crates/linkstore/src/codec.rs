@@ -49,6 +49,11 @@ impl<'a> Reader<'a> {
         Reader { buf, cf }
     }
 
+    /// Bytes not read yet.
+    pub(crate) fn remaining(&self) -> usize {
+        self.buf.len()
+    }
+
     fn truncated(&self, what: &str) -> Error {
         Error::corrupt(self.cf, format!("truncated while reading {what}"))
     }

@@ -17,9 +17,9 @@ use crate::error::Result;
 use crate::item::Item;
 use crate::item::{host_of, root_domain, Level};
 use crate::metrics::ItemMetrics;
-use crate::record::{FlowPair, LinkRecord, SOURCE_TOPICS, TARGET_TOPICS};
+use crate::record::{FlowPair, FlowSlots, LinkEnd};
 use crate::store::{prefix_successor, Store, CF_BACKLINKS, CF_META, CF_METRICS, CF_TOP_PAGES};
-use crate::table::{put_row, BacklinkKey, EncodedRecord, MetricsKey, TopPage, TopPageKey};
+use crate::table::{put_row, BacklinkKey, MetricsKey, TopPage, TopPageKey};
 use rocksdb::{WriteBatch, WriteOptions};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -216,12 +216,12 @@ impl FlowUpdate<'_> {
     }
 
     /// Copies every backlink row of the serving generation into the next one with the
-    /// flows and top topics `flow_of(url)` gives (re-keyed by the new SourceTrustFlow),
-    /// makes the next generation durable, switches to it, and drops the old one. The
-    /// rows are re-keyed by `threads` threads, each over its own range of item hashes.
+    /// ends `end_of(url_hash, url)` gives (re-keyed by the new SourceTrustFlow), makes
+    /// the next generation durable, switches to it, and drops the old one. The rows are
+    /// re-keyed by `threads` threads, each over its own range of item hashes.
     pub fn finish(
         mut self,
-        flow_of: impl Fn(&str) -> (FlowPair, Vec<(String, u8)>) + Sync,
+        end_of: impl Fn(u64, &str) -> LinkEnd + Sync,
         threads: usize,
         progress: &mut dyn FnMut(u64),
     ) -> Result<FlowUpdateReport> {
@@ -234,7 +234,7 @@ impl FlowUpdate<'_> {
         let results: Vec<Result<(BacklinkFiles, Vec<PathBuf>)>> = std::thread::scope(|scope| {
             let handles: Vec<_> = (0..parts)
                 .map(|part| {
-                    let (flow_of, rows, dir) = (&flow_of, &rows, scratch.0.join(part.to_string()));
+                    let (end_of, rows, dir) = (&end_of, &rows, scratch.0.join(part.to_string()));
                     scope.spawn(move || {
                         let mut rekey = Rekey {
                             store: s,
@@ -244,7 +244,7 @@ impl FlowUpdate<'_> {
                             item_buffer_bytes,
                         };
                         let (from, to) = hash_range(part, parts);
-                        rekey.run(current, from, to, flow_of, rows)?;
+                        rekey.run(current, from, to, end_of, rows)?;
                         let paths = rekey.files.finish()?;
                         Ok((rekey.files, paths))
                     })
@@ -343,7 +343,7 @@ impl Rekey<'_> {
         current: u8,
         from: u64,
         to: Option<u64>,
-        flow_of: &(impl Fn(&str) -> (FlowPair, Vec<(String, u8)>) + Sync),
+        end_of: &(impl Fn(u64, &str) -> LinkEnd + Sync),
         rows: &AtomicU64,
     ) -> Result<()> {
         let s = self.store;
@@ -353,6 +353,8 @@ impl Rekey<'_> {
             k
         };
         let mut opts = rocksdb::ReadOptions::default();
+        // Every row is read once: caching its blocks would only evict what readers use.
+        opts.fill_cache(false);
         match to {
             Some(to) => opts.set_iterate_upper_bound(bound(to)),
             None => {
@@ -366,21 +368,16 @@ impl Rekey<'_> {
         let mut counted = 0u64;
         while let (Some(k), Some(v)) = (it.key(), it.value()) {
             let key = BacklinkKey::parse(k)?;
-            let mut rec = LinkRecord::decode(v)?;
-            let (source_flow, source_topics) = flow_of(&rec.source_url);
-            let (target_flow, mut target_topics) = flow_of(&rec.target_url);
-            rec.source_flow = source_flow;
-            rec.source_topics = source_topics;
-            rec.source_topics.truncate(SOURCE_TOPICS);
-            target_topics.truncate(TARGET_TOPICS);
-            rec.target_flow = target_flow;
-            rec.target_topics = target_topics;
+            let slots = FlowSlots::find(v)?;
+            let (source_hash, target_hash) = url_hashes(&key.link);
+            let source = end_of(source_hash, slots.source_url);
+            let target = end_of(target_hash, slots.target_url);
             let key = BacklinkKey {
                 generation: self.next,
-                source_trust_flow: rec.source_flow.trust_flow,
+                source_trust_flow: source.flow.trust_flow,
                 ..key
             };
-            self.put(key, EncodedRecord::of(&rec))?;
+            self.put(key, slots.rewrite(v, &source, &target))?;
             counted += 1;
             if counted.is_multiple_of(10_000) {
                 rows.fetch_add(10_000, Ordering::Relaxed);
@@ -393,9 +390,9 @@ impl Rekey<'_> {
     }
 
     /// Adds a re-keyed row (rows arrive in item order).
-    fn put(&mut self, key: BacklinkKey, record: EncodedRecord) -> Result<()> {
+    fn put(&mut self, key: BacklinkKey, value: Vec<u8>) -> Result<()> {
         let files = &mut self.files;
-        let (item_hash, key, value) = (key.item_hash, key.bytes(), record.into_bytes());
+        let (item_hash, key) = (key.item_hash, key.bytes());
         if files.item != Some(item_hash) {
             files.write_item()?;
             files.item = Some(item_hash);
@@ -422,6 +419,13 @@ impl Rekey<'_> {
         self.batches.batch.put_cf(cf, key, value);
         self.batches.added()
     }
+}
+
+/// The source and target URL hashes of a `links` key.
+fn url_hashes(link: &[u8; 16]) -> (u64, u64) {
+    let (source, target) = link.split_at(8);
+    let hash = |b: &[u8]| u64::from_be_bytes(b.try_into().expect("8 bytes"));
+    (hash(source), hash(target))
 }
 
 /// Rows of the next generation written through the memtable, [`BATCH_ROWS`] at a time and
@@ -490,15 +494,16 @@ mod tests {
         drop(w);
         let mut update = store.begin_flow_update().unwrap();
         update.item_buffer_bytes = buffer;
-        let flow_of = |url: &str| {
-            let tf = (crate::keys::url_hash(url) % 100) as u8;
+        let end_of = |url_hash: u64, url: &str| {
+            assert_eq!(url_hash, crate::keys::url_hash(url), "the URL's own hash");
+            let tf = (url_hash % 100) as u8;
             let flow = FlowPair {
                 trust_flow: tf,
                 citation_flow: tf,
             };
-            (flow, Vec::new())
+            LinkEnd::new(flow, &[])
         };
-        let report = update.finish(flow_of, threads, &mut |_| {}).unwrap();
+        let report = update.finish(end_of, threads, &mut |_| {}).unwrap();
         assert_eq!(report.backlink_rows, 900);
         assert!(!scratch_dir(dir.path()).exists(), "scratch files removed");
         let mut rows = Vec::new();

@@ -30,7 +30,7 @@ pub use anchor_query::{anchor_form, AnchorFilter, AnchorPage, AnchorQuery, ANCHO
 pub use error::{Error, Result};
 pub use flow_update::{FlowUpdate, FlowUpdateReport};
 pub use item::{host_of, normalize_host, normalize_url, root_domain, Item, Level, MAX_URL_LEN};
-pub use keys::ItemHasher;
+pub use keys::{url_hash, ItemHasher};
 pub use metrics::ItemMetrics;
 pub use page::{
     day_of, format_day, parse_day, push_day, CrawlOutcome, OutLink, PageCrawl, PageState,
@@ -39,7 +39,8 @@ pub use read_view::{
     BacklinkPage, BacklinkQuery, ReadView, TimelinePoint, TopPage, MAX_BACKLINK_COUNT,
 };
 pub use record::{
-    flags, FlowPair, LinkKind, LinkRecord, LostReason, SourceOutlinks, SOURCE_TOPICS, TARGET_TOPICS,
+    flags, FlowPair, LinkEnd, LinkKind, LinkRecord, LostReason, SourceOutlinks, SOURCE_TOPICS,
+    TARGET_TOPICS,
 };
 pub use ref_domain_query::{
     RefDomainMatch, RefDomainOrder, RefDomainPage, RefDomainQuery, MAX_ANALYSIS_DEPTH,

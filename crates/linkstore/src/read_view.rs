@@ -6,7 +6,7 @@ use crate::item::{host_of, root_domain, Item};
 use crate::keys::{generation_item_prefix, member_of_key, top_page_flow, DistinctKind, ItemHasher};
 use crate::metrics::ItemMetrics;
 use crate::page::PageState;
-use crate::record::{FlowPair, LinkRecord};
+use crate::record::{FlowPair, FlowSlots, LinkRecord};
 use crate::store::{
     cf_handle, prefix_successor, CF_BACKLINKS, CF_DISTINCT, CF_LINKS, CF_TIMELINE, CF_TOP_PAGES,
 };
@@ -694,8 +694,22 @@ impl ReadView {
         })
     }
 
+    /// Visits every link's source URL, target URL and [`flags`](crate::flags), without
+    /// decoding the rest of its record: what a flow build's graph needs.
+    pub fn scan_link_urls(&self, mut visit: impl FnMut(&str, &str, u16)) -> Result<()> {
+        self.scan_cf(CF_LINKS, &mut |_, v| {
+            let slots = FlowSlots::find(v)?;
+            visit(slots.source_url, slots.target_url, slots.flags);
+            Ok(())
+        })
+    }
+
     fn scan_cf(&self, cf: &str, visit: &mut RowVisitor<'_>) -> Result<()> {
-        let mut it = self.db.raw_iterator_cf_opt(self.cf(cf), self.opts());
+        let mut opts = self.opts();
+        // A whole table is read once: caching its blocks would only evict what point
+        // reads use.
+        opts.fill_cache(false);
+        let mut it = self.db.raw_iterator_cf_opt(self.cf(cf), opts);
         it.seek_to_first();
         while let (Some(k), Some(v)) = (it.key(), it.value()) {
             visit(k, v)?;

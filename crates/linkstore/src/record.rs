@@ -3,7 +3,7 @@
 
 use crate::codec::{put_bytes, put_ip, put_uvarint, Reader};
 use crate::error::{Error, Result};
-use crate::topic::{put_topics, read_topics};
+use crate::topic::{put_topics, read_topics, topic_id};
 use roaring::RoaringBitmap;
 use std::net::IpAddr;
 
@@ -156,6 +156,114 @@ pub struct SourceOutlinks {
     pub internal: u32,
     /// Distinct external root domains linked.
     pub external_domains: u32,
+}
+
+/// One end of a link as a flow build publishes it in every record that names the URL:
+/// its flows and its top topics (ids, most trusted first), fixed in size so a build
+/// keeps one per URL without a heap allocation each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LinkEnd {
+    pub flow: FlowPair,
+    topics: [(u8, u8); SOURCE_TOPICS],
+    topic_count: u8,
+}
+
+impl LinkEnd {
+    /// `topics` most trusted first; only the first [`SOURCE_TOPICS`] of the taxonomy are
+    /// kept (a record carries no more).
+    pub fn new(flow: FlowPair, topics: &[(String, u8)]) -> LinkEnd {
+        let mut end = LinkEnd {
+            flow,
+            ..LinkEnd::default()
+        };
+        for (id, value) in topics
+            .iter()
+            .filter_map(|(t, v)| Some((topic_id(t)?, *v)))
+            .take(SOURCE_TOPICS)
+        {
+            end.topics[usize::from(end.topic_count)] = (id, value);
+            end.topic_count += 1;
+        }
+        end
+    }
+
+    /// Writes the first `max` topics as [`put_topics`] does.
+    fn put_topics(&self, out: &mut Vec<u8>, max: usize) {
+        let n = usize::from(self.topic_count).min(max);
+        put_uvarint(out, n as u64);
+        for &(id, value) in &self.topics[..n] {
+            out.extend_from_slice(&[id, value]);
+        }
+    }
+}
+
+/// Where an encoded record keeps what a flow build rewrites (both ends' flows and
+/// topics), and its two URLs, found without decoding the rest: re-keying every backlink
+/// row copies its bytes instead of decoding and encoding each record.
+pub(crate) struct FlowSlots<'a> {
+    pub flags: u16,
+    pub source_url: &'a str,
+    pub target_url: &'a str,
+    /// Offset of the four flow bytes.
+    flows_at: usize,
+    /// Offset of the source topics, which run with the target's to the end.
+    topics_at: usize,
+}
+
+impl<'a> FlowSlots<'a> {
+    /// Reads the layout of `buf`; refuses what [`LinkRecord::decode`] would refuse,
+    /// topics included.
+    pub(crate) fn find(buf: &'a [u8]) -> Result<FlowSlots<'a>> {
+        let mut r = Reader::new(buf, "links");
+        r.version(RECORD_VERSION)?;
+        let flags = r.u16()?;
+        LinkKind::from_u8(r.u8()?)?;
+        for _ in 0..4 {
+            r.u32v()?; // redirect status, first seen, last seen, date lost
+        }
+        LostReason::from_u8(r.u8()?)?;
+        let flows_at = buf.len() - r.remaining();
+        r.take(4)?;
+        let url = |r: &mut Reader<'a>| {
+            std::str::from_utf8(r.bytes()?)
+                .map_err(|_| Error::corrupt("links", "string is not UTF-8"))
+        };
+        let source_url = url(&mut r)?;
+        let target_url = url(&mut r)?;
+        r.bytes()?; // anchor text
+        r.bytes()?; // ALT text
+        r.ip()?;
+        read_history(&mut r)?;
+        for _ in 0..3 {
+            r.u32v()?; // source out-links
+        }
+        let topics_at = buf.len() - r.remaining();
+        read_topics(&mut r, "links")?;
+        read_topics(&mut r, "links")?;
+        Ok(FlowSlots {
+            flags,
+            source_url,
+            target_url,
+            flows_at,
+            topics_at,
+        })
+    }
+
+    /// `buf` (the record these slots were found in) with both ends replaced.
+    pub(crate) fn rewrite(&self, buf: &[u8], source: &LinkEnd, target: &LinkEnd) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.topics_at + 2 * (1 + 2 * SOURCE_TOPICS));
+        out.extend_from_slice(&buf[..self.flows_at]);
+        out.extend_from_slice(&[
+            source.flow.trust_flow,
+            source.flow.citation_flow,
+            target.flow.trust_flow,
+            target.flow.citation_flow,
+        ]);
+        out.extend_from_slice(&buf[self.flows_at + 4..self.topics_at]);
+        source.put_topics(&mut out, SOURCE_TOPICS);
+        target.put_topics(&mut out, TARGET_TOPICS);
+        out
+    }
 }
 
 /// Writes the days a link was seen as runs of consecutive days: `n uvar`, then per run
@@ -347,6 +455,49 @@ mod tests {
         rec.history.insert(19_000);
         rec.history.insert(19_500);
         assert_eq!(LinkRecord::decode(&rec.encode()).unwrap(), rec);
+    }
+
+    /// Rewriting an encoded record's ends equals decoding it, setting them and encoding.
+    #[test]
+    fn rewritten_ends_equal_a_re_encoded_record() {
+        let mut rec = LinkRecord {
+            source_url: "http://a.com/x".into(),
+            target_url: "https://b.org/y".into(),
+            anchor_text: "go".into(),
+            source_ip: Some("10.1.2.3".parse().unwrap()),
+            source_topics: vec![("News".into(), 4)],
+            ..Default::default()
+        };
+        rec.history.insert_range(19_000..19_010);
+        let buf = rec.encode();
+        let slots = FlowSlots::find(&buf).unwrap();
+        assert_eq!(
+            (slots.source_url, slots.target_url),
+            ("http://a.com/x", "https://b.org/y")
+        );
+        let topics: Vec<(String, u8)> = ["Arts", "Health", "Science", "Sports"]
+            .iter()
+            .zip([9, 8, 7, 6])
+            .map(|(t, v)| (t.to_string(), v))
+            .collect();
+        let flow = |t, c| FlowPair {
+            trust_flow: t,
+            citation_flow: c,
+        };
+        let source = LinkEnd::new(flow(30, 40), &topics);
+        let target = LinkEnd::new(flow(5, 60), &topics[1..]);
+        let rewritten = slots.rewrite(&buf, &source, &target);
+        rec.source_flow = flow(30, 40);
+        rec.target_flow = flow(5, 60);
+        rec.source_topics = topics[..3].to_vec();
+        rec.target_topics = topics[1..2].to_vec();
+        assert_eq!(LinkRecord::decode(&rewritten).unwrap(), rec);
+        assert_eq!(rewritten, rec.encode());
+        // What decoding refuses, finding the slots refuses too.
+        assert!(FlowSlots::find(&buf[..buf.len() - 1]).is_err());
+        let mut other = buf.clone();
+        other[0] = 9;
+        assert!(FlowSlots::find(&other).is_err());
     }
 
     #[test]

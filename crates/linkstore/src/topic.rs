@@ -29,7 +29,7 @@ pub fn is_topic(name: &str) -> bool {
     topic_id(name).is_some()
 }
 
-fn topic_id(name: &str) -> Option<u8> {
+pub(crate) fn topic_id(name: &str) -> Option<u8> {
     ids().1.get(name).copied()
 }
 
