@@ -13,11 +13,13 @@
 //! writes rows; this crate moves, sorts and schedules them.
 
 mod error;
+mod flow_input;
 mod pipeline;
 mod progress;
 mod sorter;
 
 pub use error::{Error, Result};
+pub use flow_input::{FlowInput, RowFile};
 pub use progress::{Progress, Stage};
 
 use ingest::{FileSummary, ReadOptions};
@@ -39,6 +41,10 @@ pub struct BuildOptions {
     /// Only crawls fetched in this range, as for the incremental ingest.
     pub read: ReadOptions,
     pub store: StoreOptions,
+    /// Keep the link graph and the backlink rows for the flow build that follows
+    /// ([`BuildReport::flow_input`]) instead of writing backlinks to the store: the
+    /// store is queryable once that flow build has published them.
+    pub keep_flow_input: bool,
 }
 
 impl Default for BuildOptions {
@@ -48,6 +54,7 @@ impl Default for BuildOptions {
             memory_bytes: 2 << 30,
             read: ReadOptions::default(),
             store: StoreOptions::default(),
+            keep_flow_input: false,
         }
     }
 }
@@ -65,6 +72,8 @@ pub struct BuildReport {
     pub sst_files: usize,
     pub sst_bytes: u64,
     pub rows: u64,
+    /// What [`BuildOptions::keep_flow_input`] kept.
+    pub flow_input: Option<FlowInput>,
 }
 
 impl BuildReport {
@@ -93,11 +102,22 @@ pub fn build(
         return Err(Error::NotEmpty(dest.to_path_buf()));
     }
     let scratch = scratch_dir(dest);
-    if scratch.exists() {
-        std::fs::remove_dir_all(&scratch).map_err(|e| Error::io(&scratch, e))?;
+    let flow_input = linkstore::sibling_path(dest, ".flow-input");
+    for dir in [&scratch, &flow_input] {
+        if dir.exists() {
+            std::fs::remove_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        }
     }
     std::fs::create_dir_all(&scratch).map_err(|e| Error::io(&scratch, e))?;
-    let result = build_into(&store, &scratch, files, opts, on_progress);
+    let flow_input = match opts.keep_flow_input {
+        true => {
+            std::fs::create_dir_all(&flow_input).map_err(|e| Error::io(&flow_input, e))?;
+            // Removed when dropped: with the report, or now if the build fails.
+            Some(FlowInput::new(flow_input))
+        }
+        false => None,
+    };
+    let result = build_into(&store, &scratch, files, opts, flow_input, on_progress);
     let _ = std::fs::remove_dir_all(&scratch);
     result
 }
@@ -113,6 +133,7 @@ fn build_into(
     scratch: &Path,
     files: &[PathBuf],
     opts: &BuildOptions,
+    mut flow_input: Option<FlowInput>,
     on_progress: &(dyn Fn(&Progress) + Sync),
 ) -> Result<BuildReport> {
     let workers = opts.workers.max(1);
@@ -129,6 +150,7 @@ fn build_into(
         scratch: scratch.to_path_buf(),
         sorter_budget: opts.memory_bytes / workers / 4,
         progress: progress.clone(),
+        flow_input: flow_input.as_ref().map(|f| f.dir().to_path_buf()),
     });
 
     let started = Instant::now();
@@ -180,6 +202,10 @@ fn build_into(
         for (table, path) in out.files {
             by_table[table as usize].push((w, path));
         }
+        // Workers in order: the backlink files in key order.
+        if let Some(f) = &mut flow_input {
+            f.add(out.kept);
+        }
     }
     summaries.sort_by_key(|(i, _)| *i);
 
@@ -205,6 +231,7 @@ fn build_into(
         sst_files,
         sst_bytes: progress::Counters::get(&progress.sst_bytes),
         rows: progress::Counters::get(&progress.rows_written),
+        flow_input,
     })
 }
 

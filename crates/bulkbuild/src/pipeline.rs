@@ -14,6 +14,7 @@
 //! the sorters' budgets, not the data.
 
 use crate::error::{Error, Result};
+use crate::flow_input::{KeptFiles, KeptRows};
 use crate::progress::Counters;
 use crate::sorter::{Groups, Sorter};
 use ingest::{CrawlSink, FileSummary, ReadOptions, SinkError};
@@ -49,12 +50,16 @@ pub(crate) struct Plan {
     /// Memory budget of each sorter.
     pub sorter_budget: usize,
     pub progress: Arc<Counters>,
+    /// Where to keep the graph and the backlink rows for a flow build, instead of
+    /// writing backlinks to the store ([`crate::FlowInput`]); `None`: write them.
+    pub flow_input: Option<PathBuf>,
 }
 
 /// What one worker made.
 #[derive(Default)]
 pub(crate) struct WorkerOutput {
     pub files: Vec<(Table, PathBuf)>,
+    pub kept: KeptFiles,
     pub summaries: Vec<(usize, FileSummary)>,
     pub pages: PageReport,
 }
@@ -85,19 +90,28 @@ fn fail(shared: &SharedRef, e: Error) {
     }
 }
 
-/// SST files being written by one worker, one per table at a time.
+/// SST files being written by one worker, one per table at a time, and the rows kept
+/// for a flow build.
 struct Files {
     dir: PathBuf,
     prefix: String,
     open: BTreeMap<Table, TableFileWriter>,
     count: usize,
     progress: Arc<Counters>,
+    kept: Option<KeptRows>,
 }
 
 impl Files {
-    fn new(dir: &Path, prefix: String, progress: Arc<Counters>) -> Files {
+    /// Files in `dir`, rows kept in `flow_input` ([`Plan::flow_input`]).
+    fn new(
+        dir: &Path,
+        flow_input: Option<&Path>,
+        prefix: String,
+        progress: Arc<Counters>,
+    ) -> Files {
         Files {
             dir: dir.to_path_buf(),
+            kept: flow_input.map(|d| KeptRows::new(d, &prefix)),
             prefix,
             open: BTreeMap::new(),
             count: 0,
@@ -106,6 +120,11 @@ impl Files {
     }
 
     fn put(&mut self, table: Table, key: &[u8], value: &[u8]) -> Result<()> {
+        if let (Some(kept), Table::Backlinks) = (&mut self.kept, table) {
+            kept.put_backlink(key, value)?;
+            self.progress.add(&self.progress.rows_written, 1);
+            return Ok(());
+        }
         if !self.open.contains_key(&table) {
             self.count += 1;
             let path = self.dir.join(format!(
@@ -118,18 +137,24 @@ impl Files {
                 .insert(table, TableFileWriter::create(table, &path)?);
         }
         let w = self.open.get_mut(&table).expect("opened above");
-        w.put(key, value)?;
+        let written = w.put(key, value)?;
+        if let (Some(kept), Table::Links, true) = (&mut self.kept, table, written) {
+            kept.put_link(value)?;
+        }
         self.progress.add(&self.progress.rows_written, 1);
         Ok(())
     }
 
-    fn finish(&mut self, into: &mut Vec<(Table, PathBuf)>) -> Result<()> {
+    fn finish(&mut self, into: &mut WorkerOutput) -> Result<()> {
         for (table, w) in std::mem::take(&mut self.open) {
             let size = w.file_size();
             if let Some(path) = w.finish()? {
                 self.progress.add(&self.progress.sst_bytes, size);
-                into.push((table, path));
+                into.files.push((table, path));
             }
+        }
+        if let Some(kept) = &mut self.kept {
+            kept.finish(&mut into.kept)?;
         }
         Ok(())
     }
@@ -184,13 +209,21 @@ pub(crate) fn run_worker(worker: &mut timely::worker::Worker, plan: &Plan) -> Re
                 },
             );
         let views_progress = progress.clone();
+        let views_flow_input = plan.flow_input.clone();
         let counters = views
             .unary_frontier::<timely::container::CapacityContainerBuilder<Vec<Row>>, _, _, _>(
                 Exchange::new(move |r: &Row| row_owner(r, peers)),
                 "views",
                 |cap, info| {
-                    let mut op =
-                        ViewsOp::new(&scratch, index, budget, bits, views_shared, views_progress);
+                    let mut op = ViewsOp::new(
+                        &scratch,
+                        views_flow_input.as_deref(),
+                        index,
+                        budget,
+                        bits,
+                        views_shared,
+                        views_progress,
+                    );
                     let mut cap = Some(cap);
                     let activator = scope.activator_for(info.address);
                     move |(input, frontier), output| {
@@ -227,6 +260,7 @@ pub(crate) fn run_worker(worker: &mut timely::worker::Worker, plan: &Plan) -> Re
                     plan.sorter_budget,
                 ));
                 let scratch = plan.scratch.clone();
+                let flow_input = plan.flow_input.clone();
                 let bits = plan.hash_bits;
                 let progress = plan.progress.clone();
                 move |(input, frontier): (_, &MutableAntichain<u64>)| {
@@ -242,14 +276,18 @@ pub(crate) fn run_worker(worker: &mut timely::worker::Worker, plan: &Plan) -> Re
                     });
                     if frontier.is_empty() {
                         if let Some(s) = sorter.take() {
-                            let mut files =
-                                Files::new(&scratch, format!("w{index:03}-c"), progress.clone());
+                            let mut files = Files::new(
+                                &scratch,
+                                flow_input.as_deref(),
+                                format!("w{index:03}-c"),
+                                progress.clone(),
+                            );
                             let r = reduce_all(s, bits, &mut files, &progress, &mut |_| {
                                 unreachable!("counters feed no other table")
                             })
                             .and_then(|()| {
                                 let mut sh = counters_shared.borrow_mut();
-                                files.finish(&mut sh.out.files)
+                                files.finish(&mut sh.out)
                             });
                             if let Err(e) = r {
                                 fail(&counters_shared, e);
@@ -337,6 +375,7 @@ impl PagesOp {
             rows: PageRows::new(plan.hash_bits),
             files: Files::new(
                 &plan.scratch,
+                plan.flow_input.as_deref(),
                 format!("w{index:03}-p"),
                 plan.progress.clone(),
             ),
@@ -387,7 +426,7 @@ impl PagesOp {
             let Some(_) = groups.next_group(&mut self.key)? else {
                 self.groups = None;
                 let mut shared = self.shared.borrow_mut();
-                files.finish(&mut shared.out.files)?;
+                files.finish(&mut shared.out)?;
                 shared.out.pages = self.rows.report;
                 return Ok(true);
             };
@@ -430,6 +469,7 @@ struct ViewsOp {
 impl ViewsOp {
     fn new(
         scratch: &Path,
+        flow_input: Option<&Path>,
         index: usize,
         budget: usize,
         bits: u8,
@@ -443,7 +483,12 @@ impl ViewsOp {
             reducing: None,
             reducer: Reducer::new(bits),
             key: Vec::new(),
-            files: Files::new(scratch, format!("w{index:03}-v"), progress.clone()),
+            files: Files::new(
+                scratch,
+                flow_input,
+                format!("w{index:03}-v"),
+                progress.clone(),
+            ),
             shared,
             progress,
         }
@@ -508,7 +553,7 @@ impl ViewsOp {
                     return Err(e);
                 }
                 let mut shared = self.shared.borrow_mut();
-                files.finish(&mut shared.out.files)?;
+                files.finish(&mut shared.out)?;
                 return Ok(self.sorters.iter().all(Option::is_none));
             };
             let mut put_failed = None;

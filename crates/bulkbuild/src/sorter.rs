@@ -112,22 +112,12 @@ impl Sorter {
         let path = self
             .dir
             .join(format!("{}-{:05}.run", self.name, self.runs.len()));
-        let file = File::create(&path).map_err(|e| Error::io(&path, e))?;
-        let mut out = FrameEncoder::new(BufWriter::with_capacity(1 << 20, file));
-        let mut header = Vec::with_capacity(20);
+        let mut out = RunWriter::create(&path)?;
         for r in &self.rows {
-            let (o, k, v) = (r.offset, r.key_len, r.value_len);
-            header.clear();
-            put_uvarint(&mut header, u64::from(k));
-            put_uvarint(&mut header, u64::from(v));
-            out.write_all(&header)
-                .and_then(|()| out.write_all(&self.arena[o as usize..(o + k + v) as usize]))
-                .map_err(|e| Error::io(&path, e))?;
+            let (o, k, v) = (r.offset as usize, r.key_len as usize, r.value_len as usize);
+            out.put(&self.arena[o..o + k], &self.arena[o + k..o + k + v])?;
         }
-        out.finish()
-            .map_err(std::io::Error::from)
-            .and_then(|mut file| file.flush())
-            .map_err(|e| Error::io(&path, e))?;
+        out.finish()?;
         self.runs.push(path);
         self.arena.clear();
         self.rows.clear();
@@ -308,8 +298,47 @@ impl Merge {
     }
 }
 
+/// Writes a run file (format above), rows in the order given.
+pub(crate) struct RunWriter {
+    path: PathBuf,
+    out: FrameEncoder<BufWriter<File>>,
+    header: Vec<u8>,
+}
+
+impl RunWriter {
+    pub(crate) fn create(path: &Path) -> Result<RunWriter> {
+        let file = File::create(path).map_err(|e| Error::io(path, e))?;
+        Ok(RunWriter {
+            path: path.to_path_buf(),
+            out: FrameEncoder::new(BufWriter::with_capacity(1 << 20, file)),
+            header: Vec::with_capacity(20),
+        })
+    }
+
+    pub(crate) fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.header.clear();
+        put_uvarint(&mut self.header, key.len() as u64);
+        put_uvarint(&mut self.header, value.len() as u64);
+        self.out
+            .write_all(&self.header)
+            .and_then(|()| self.out.write_all(key))
+            .and_then(|()| self.out.write_all(value))
+            .map_err(|e| Error::io(&self.path, e))
+    }
+
+    /// Completes the file: its path.
+    pub(crate) fn finish(self) -> Result<PathBuf> {
+        self.out
+            .finish()
+            .map_err(std::io::Error::from)
+            .and_then(|mut file| file.flush())
+            .map_err(|e| Error::io(&self.path, e))?;
+        Ok(self.path)
+    }
+}
+
 /// One run file being read: its current row.
-struct RunReader {
+pub(crate) struct RunReader {
     path: PathBuf,
     input: BufReader<FrameDecoder<File>>,
     key: Vec<u8>,
@@ -317,7 +346,12 @@ struct RunReader {
 }
 
 impl RunReader {
-    fn open(path: &Path) -> Result<RunReader> {
+    /// The row [`RunReader::advance`] read last.
+    pub(crate) fn row(&self) -> (&[u8], &[u8]) {
+        (&self.key, &self.value)
+    }
+
+    pub(crate) fn open(path: &Path) -> Result<RunReader> {
         let file = File::open(path).map_err(|e| Error::io(path, e))?;
         Ok(RunReader {
             path: path.to_path_buf(),
@@ -328,7 +362,7 @@ impl RunReader {
     }
 
     /// Reads the next row; false at the end of the run.
-    fn advance(&mut self) -> Result<bool> {
+    pub(crate) fn advance(&mut self) -> Result<bool> {
         let err = |e| Error::io(&self.path, e);
         if self.input.fill_buf().map_err(err)?.is_empty() {
             return Ok(false);

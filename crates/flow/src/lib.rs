@@ -19,7 +19,8 @@ pub use rank::{pagerank, rank, received, through_pinned, Dangling, RankParams, R
 pub use seeds::{parse_seeds, read_seeds, Seed};
 
 use linkstore::{
-    flags, host_of, root_domain, url_hash, FlowPair, Item, ItemMetrics, Level, LinkEnd, Store,
+    host_of, root_domain, url_hash, FlowPair, FlowUpdate, FlowUpdateReport, Item, ItemMetrics,
+    Level, LinkEnd, Store,
 };
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -50,16 +51,35 @@ fn intern(map: &mut HashMap<String, u32>, names: &mut Vec<String>, name: &str) -
 }
 
 impl UrlGraph {
-    /// Extracts the graph of live, followed links (nofollow and deleted links carry no
-    /// flow); internal links are included.
+    /// Extracts the graph of links that carry flow ([`linkstore::flow_edge`]: live and
+    /// followed, internal ones included) from the store.
     pub fn from_store(store: &Store) -> Result<UrlGraph> {
+        UrlGraph::collect(|visit| Ok(store.read().scan_flow_edges(visit)?))
+    }
+
+    /// The graph from `(source URL, target URL)` rows, the edges a bulk build kept.
+    pub fn from_edges(
+        edges: impl Iterator<Item = std::io::Result<(Vec<u8>, Vec<u8>)>>,
+    ) -> Result<UrlGraph> {
+        let url = |b: Vec<u8>| {
+            String::from_utf8(b).map_err(|_| Error::Graph("an edge's URL is not UTF-8".into()))
+        };
+        UrlGraph::collect(|visit| {
+            for edge in edges {
+                let (source, target) =
+                    edge.map_err(|e| Error::Io("the bulk build's link graph".into(), e))?;
+                visit(&url(source)?, &url(target)?);
+            }
+            Ok(())
+        })
+    }
+
+    /// The graph of the edges `scan` visits.
+    fn collect(scan: impl FnOnce(&mut dyn FnMut(&str, &str)) -> Result<()>) -> Result<UrlGraph> {
         let mut url_ids: HashMap<String, u32> = HashMap::new();
         let mut urls = Vec::new();
         let mut edges = Vec::new();
-        store.read().scan_link_urls(|source, target, link_flags| {
-            if link_flags & (flags::DELETED | flags::NOFOLLOW) != 0 {
-                return;
-            }
+        scan(&mut |source, target| {
             let s = intern(&mut url_ids, &mut urls, source);
             let t = intern(&mut url_ids, &mut urls, target);
             edges.push((s, t));
@@ -181,6 +201,71 @@ pub fn build(
 ) -> Result<FlowReport> {
     progress("reading the link graph");
     let g = UrlGraph::from_store(store)?;
+    compute_and_publish(
+        store,
+        g,
+        seeds,
+        params,
+        progress,
+        &mut |update, end_of, progress| update.finish(end_of, params.threads, progress),
+    )
+}
+
+/// What a bulk build kept for the flow build that follows it, as rows in its files: the
+/// edges of the link graph (`source URL, target URL`), and every backlink row in key
+/// order, the sources holding ascending, disjoint ranges of item hashes.
+pub struct BuiltRows<E, B> {
+    pub edges: Vec<E>,
+    pub backlinks: Vec<B>,
+}
+
+/// [`build`] for a store whose bulk build kept its graph and backlink rows outside it:
+/// neither is read from the store, and the backlinks are written once, in their final
+/// order.
+pub fn build_from_rows<E, B>(
+    store: &Store,
+    rows: BuiltRows<E, B>,
+    seeds: &[Seed],
+    params: &RankParams,
+    progress: &mut dyn FnMut(&str),
+) -> Result<FlowReport>
+where
+    E: Iterator<Item = std::io::Result<(Vec<u8>, Vec<u8>)>>,
+    B: Iterator<Item = std::io::Result<(Vec<u8>, Vec<u8>)>> + Send,
+{
+    progress("reading the link graph");
+    let g = UrlGraph::from_edges(rows.edges.into_iter().flatten())?;
+    let mut backlinks = Some(rows.backlinks);
+    compute_and_publish(
+        store,
+        g,
+        seeds,
+        params,
+        progress,
+        &mut |update, end_of, progress| {
+            let backlinks = backlinks.take().expect("published once");
+            update.finish_from_rows(end_of, backlinks, progress)
+        },
+    )
+}
+
+/// How the backlink rows of a flow build are re-keyed: the update to finish, each URL's
+/// end by URL hash, and a progress callback (rows done).
+type Publish<'a> = dyn FnMut(
+        FlowUpdate<'_>,
+        &(dyn Fn(u64, &str) -> LinkEnd + Sync),
+        &mut dyn FnMut(u64),
+    ) -> linkstore::Result<FlowUpdateReport>
+    + 'a;
+
+fn compute_and_publish(
+    store: &Store,
+    g: UrlGraph,
+    seeds: &[Seed],
+    params: &RankParams,
+    progress: &mut dyn FnMut(&str),
+    publish: &mut Publish<'_>,
+) -> Result<FlowReport> {
     let n = g.urls.len();
     progress(&format!("graph: {n} URLs, {} links", g.graph.edges()));
 
@@ -344,7 +429,7 @@ pub fn build(
             .find(hash, url, &g.urls)
             .map_or_else(LinkEnd::default, |v| ends[v])
     };
-    let report = update.finish(end_of, params.threads, &mut |rows| {
+    let report = publish(update, &end_of, &mut |rows| {
         progress(&format!("re-ordered {rows} backlink rows"))
     })?;
     Ok(FlowReport {

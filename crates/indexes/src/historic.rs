@@ -108,13 +108,13 @@ pub fn build_historic(
     on_step: &mut dyn FnMut(&str),
 ) -> Result<HistoricReport> {
     let _lock = build_lock(dir)?;
-    // A killed build's leftovers.
+    // A killed build's leftovers: its directory and the bulk build's files beside it.
     for entry in std::fs::read_dir(dir.root())
         .map_err(io_error(dir.root()))?
         .flatten()
     {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if name.starts_with("historic-") && name.ends_with(BUILDING) {
+        if name.starts_with("historic-") && name.contains(BUILDING) {
             std::fs::remove_dir_all(entry.path()).map_err(io_error(&entry.path()))?;
         }
     }
@@ -130,7 +130,14 @@ pub fn build_historic(
     opts.read.fetched_between = build
         .days
         .map(|(from, to)| (i64::from(from) * 86_400, i64::from(to) * 86_400));
-    let report = bulkbuild::build(&building, build.files, &opts, on_progress)?;
+    // The flow build takes the graph and the backlink rows from the bulk build, so
+    // backlinks are written once, in their final order.
+    opts.keep_flow_input = true;
+    let mut report = bulkbuild::build(&building, build.files, &opts, on_progress)?;
+    let kept = report
+        .flow_input
+        .take()
+        .expect("kept by a build asked to keep it");
     let (flow, flow_seconds) = {
         let store = Store::open(&building, &opts.store).map_err(|source| Error::Store {
             index: IndexKind::Historic,
@@ -139,7 +146,12 @@ pub fn build_historic(
         })?;
         on_step("computing flow metrics");
         let started = std::time::Instant::now();
-        let flow = flow::build(&store, build.seeds, &build.params, on_step)?;
+        let rows = flow::BuiltRows {
+            edges: kept.edges()?,
+            backlinks: kept.backlinks()?,
+        };
+        let flow = flow::build_from_rows(&store, rows, build.seeds, &build.params, on_step)?;
+        drop(kept);
         let flow_seconds = started.elapsed().as_secs_f64();
         let (range_from, range_to) = build.days.unwrap_or((0, 0));
         IndexInfo {

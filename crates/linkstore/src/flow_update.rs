@@ -220,20 +220,58 @@ impl FlowUpdate<'_> {
     /// the next generation durable, switches to it, and drops the old one. The rows are
     /// re-keyed by `threads` threads, each over its own range of item hashes.
     pub fn finish(
-        mut self,
+        self,
         end_of: impl Fn(u64, &str) -> LinkEnd + Sync,
         threads: usize,
         progress: &mut dyn FnMut(u64),
     ) -> Result<FlowUpdateReport> {
+        let parts = threads.clamp(1, 64) as u64;
+        let current = self.current;
+        let sources: Vec<RowSource<std::iter::Empty<_>>> = (0..parts)
+            .map(|part| {
+                let (from, to) = hash_range(part, parts);
+                RowSource::Generation { current, from, to }
+            })
+            .collect();
+        self.rekey_and_switch(end_of, sources, progress)
+    }
+
+    /// [`FlowUpdate::finish`] for a store whose backlink rows were kept outside it (a
+    /// bulk build's, before any flow): each source yields rows of any generation in key
+    /// order, and the sources hold ascending, disjoint ranges of item hashes. One thread
+    /// re-keys each source.
+    pub fn finish_from_rows<I>(
+        self,
+        end_of: impl Fn(u64, &str) -> LinkEnd + Sync,
+        sources: Vec<I>,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<FlowUpdateReport>
+    where
+        I: Iterator<Item = std::io::Result<(Vec<u8>, Vec<u8>)>> + Send,
+    {
+        let sources = sources.into_iter().map(RowSource::Rows).collect();
+        self.rekey_and_switch(end_of, sources, progress)
+    }
+
+    fn rekey_and_switch<I>(
+        mut self,
+        end_of: impl Fn(u64, &str) -> LinkEnd + Sync,
+        sources: Vec<RowSource<I>>,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<FlowUpdateReport>
+    where
+        I: Iterator<Item = std::io::Result<(Vec<u8>, Vec<u8>)>> + Send,
+    {
         self.batches.commit()?;
         let s = self.store;
         let scratch = ScratchDir::new(scratch_dir(s.path()))?;
-        let parts = threads.clamp(1, 64) as u64;
         let rows = AtomicU64::new(0);
-        let (current, next, item_buffer_bytes) = (self.current, self.next, self.item_buffer_bytes);
+        let (next, item_buffer_bytes) = (self.next, self.item_buffer_bytes);
         let results: Vec<Result<(BacklinkFiles, Vec<PathBuf>)>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = (0..parts)
-                .map(|part| {
+            let handles: Vec<_> = sources
+                .into_iter()
+                .enumerate()
+                .map(|(part, source)| {
                     let (end_of, rows, dir) = (&end_of, &rows, scratch.0.join(part.to_string()));
                     scope.spawn(move || {
                         let mut rekey = Rekey {
@@ -242,9 +280,17 @@ impl FlowUpdate<'_> {
                             files: BacklinkFiles::new(dir)?,
                             batches: Batches::new(s),
                             item_buffer_bytes,
+                            end_of,
+                            rows,
+                            counted: 0,
                         };
-                        let (from, to) = hash_range(part, parts);
-                        rekey.run(current, from, to, end_of, rows)?;
+                        match source {
+                            RowSource::Generation { current, from, to } => {
+                                rekey.run_generation(current, from, to)?
+                            }
+                            RowSource::Rows(rows) => rekey.run_rows(rows)?,
+                        }
+                        rekey.finish()?;
                         let paths = rekey.files.finish()?;
                         Ok((rekey.files, paths))
                     })
@@ -325,27 +371,38 @@ impl Drop for ScratchDir {
     }
 }
 
+/// Where one re-keying thread reads the rows it copies.
+enum RowSource<I> {
+    /// The serving generation's rows whose item hash is in `[from, to)` (`to` `None`:
+    /// to the end).
+    Generation {
+        current: u8,
+        from: u64,
+        to: Option<u64>,
+    },
+    /// Rows in key order from outside the store.
+    Rows(I),
+}
+
 /// One thread's share of the re-keying: the backlink rows of a range of item hashes.
-struct Rekey<'a> {
+struct Rekey<'a, E> {
     store: &'a Store,
     next: u8,
     files: BacklinkFiles,
     /// Rows of items too big to re-sort in memory, ordered by the memtable instead.
     batches: Batches<'a>,
     item_buffer_bytes: usize,
+    end_of: &'a E,
+    /// Rows re-keyed by every thread, for progress; `counted` by this one since it last
+    /// added to it.
+    rows: &'a AtomicU64,
+    counted: u64,
 }
 
-impl Rekey<'_> {
+impl<E: Fn(u64, &str) -> LinkEnd> Rekey<'_, E> {
     /// Re-keys the serving generation's (`current`) rows whose item hash is in
-    /// `[from, to)`, counting them in `rows`.
-    fn run(
-        &mut self,
-        current: u8,
-        from: u64,
-        to: Option<u64>,
-        end_of: &(impl Fn(u64, &str) -> LinkEnd + Sync),
-        rows: &AtomicU64,
-    ) -> Result<()> {
+    /// `[from, to)`.
+    fn run_generation(&mut self, current: u8, from: u64, to: Option<u64>) -> Result<()> {
         let s = self.store;
         let bound = |hash: u64| {
             let mut k = vec![current];
@@ -365,27 +422,51 @@ impl Rekey<'_> {
         }
         let mut it = s.db.raw_iterator_cf_opt(s.cf(CF_BACKLINKS), opts);
         it.seek(bound(from));
-        let mut counted = 0u64;
         while let (Some(k), Some(v)) = (it.key(), it.value()) {
-            let key = BacklinkKey::parse(k)?;
-            let slots = FlowSlots::find(v)?;
-            let (source_hash, target_hash) = url_hashes(&key.link);
-            let source = end_of(source_hash, slots.source_url);
-            let target = end_of(target_hash, slots.target_url);
-            let key = BacklinkKey {
-                generation: self.next,
-                source_trust_flow: source.flow.trust_flow,
-                ..key
-            };
-            self.put(key, slots.rewrite(v, &source, &target))?;
-            counted += 1;
-            if counted.is_multiple_of(10_000) {
-                rows.fetch_add(10_000, Ordering::Relaxed);
-            }
+            self.rekey(k, v)?;
             it.next();
         }
         it.status()?;
-        rows.fetch_add(counted % 10_000, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Re-keys rows read in key order from outside the store.
+    fn run_rows(
+        &mut self,
+        rows: impl Iterator<Item = std::io::Result<(Vec<u8>, Vec<u8>)>>,
+    ) -> Result<()> {
+        for row in rows {
+            let (k, v) = row?;
+            self.rekey(&k, &v)?;
+        }
+        Ok(())
+    }
+
+    /// Copies one row into the next generation with its ends' new flows.
+    fn rekey(&mut self, k: &[u8], v: &[u8]) -> Result<()> {
+        let key = BacklinkKey::parse(k)?;
+        let slots = FlowSlots::find(v)?;
+        let (source_hash, target_hash) = url_hashes(&key.link);
+        let source = (self.end_of)(source_hash, slots.source_url);
+        let target = (self.end_of)(target_hash, slots.target_url);
+        let key = BacklinkKey {
+            generation: self.next,
+            source_trust_flow: source.flow.trust_flow,
+            ..key
+        };
+        self.put(key, slots.rewrite(v, &source, &target))?;
+        self.counted += 1;
+        if self.counted == 10_000 {
+            self.rows.fetch_add(self.counted, Ordering::Relaxed);
+            self.counted = 0;
+        }
+        Ok(())
+    }
+
+    /// Writes what is batched and counts the last rows.
+    fn finish(&mut self) -> Result<()> {
+        self.rows.fetch_add(self.counted, Ordering::Relaxed);
+        self.counted = 0;
         self.batches.commit()
     }
 

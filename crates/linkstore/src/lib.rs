@@ -39,13 +39,15 @@ pub use read_view::{
     BacklinkPage, BacklinkQuery, ReadView, TimelinePoint, TopPage, MAX_BACKLINK_COUNT,
 };
 pub use record::{
-    flags, FlowPair, LinkEnd, LinkKind, LinkRecord, LostReason, SourceOutlinks, SOURCE_TOPICS,
-    TARGET_TOPICS,
+    flags, flow_edge, FlowPair, LinkEnd, LinkKind, LinkRecord, LostReason, SourceOutlinks,
+    SOURCE_TOPICS, TARGET_TOPICS,
 };
 pub use ref_domain_query::{
     RefDomainMatch, RefDomainOrder, RefDomainPage, RefDomainQuery, MAX_ANALYSIS_DEPTH,
     MAX_CANDIDATE_ROWS,
 };
-pub use store::{sibling_path, Store, StoreMemory, StoreOptions, StoreStamp, FORMAT_VERSION};
+pub use store::{
+    sibling_path, Store, StoreMemory, StoreOptions, StoreStamp, ALL_CFS, FORMAT_VERSION,
+};
 pub use topic::{is_topic, TAXONOMY};
 pub use writer::{ApplyStats, ExpireStats, Writer};

@@ -6,7 +6,7 @@ use crate::item::{host_of, root_domain, Item};
 use crate::keys::{generation_item_prefix, member_of_key, top_page_flow, DistinctKind, ItemHasher};
 use crate::metrics::ItemMetrics;
 use crate::page::PageState;
-use crate::record::{FlowPair, FlowSlots, LinkRecord};
+use crate::record::{FlowPair, LinkRecord};
 use crate::store::{
     cf_handle, prefix_successor, CF_BACKLINKS, CF_DISTINCT, CF_LINKS, CF_TIMELINE, CF_TOP_PAGES,
 };
@@ -678,9 +678,19 @@ impl ReadView {
     pub fn scan_table(
         &self,
         table: crate::build::Table,
+        visit: impl FnMut(&[u8], &[u8]),
+    ) -> Result<()> {
+        self.scan_column_family(table.cf_name(), visit)
+    }
+
+    /// Visits every row of the column family `name` (one of [`ALL_CFS`](crate::ALL_CFS)),
+    /// for comparing whole stores.
+    pub fn scan_column_family(
+        &self,
+        name: &str,
         mut visit: impl FnMut(&[u8], &[u8]),
     ) -> Result<()> {
-        self.scan_cf(table.cf_name(), &mut |k, v| {
+        self.scan_cf(name, &mut |k, v| {
             visit(k, v);
             Ok(())
         })
@@ -694,12 +704,14 @@ impl ReadView {
         })
     }
 
-    /// Visits every link's source URL, target URL and [`flags`](crate::flags), without
-    /// decoding the rest of its record: what a flow build's graph needs.
-    pub fn scan_link_urls(&self, mut visit: impl FnMut(&str, &str, u16)) -> Result<()> {
+    /// Visits the source and target URL of every link that carries flow
+    /// ([`flow_edge`](crate::flow_edge)), without decoding the rest of its record: a
+    /// flow build's graph.
+    pub fn scan_flow_edges(&self, mut visit: impl FnMut(&str, &str)) -> Result<()> {
         self.scan_cf(CF_LINKS, &mut |_, v| {
-            let slots = FlowSlots::find(v)?;
-            visit(slots.source_url, slots.target_url, slots.flags);
+            if let Some((source, target)) = crate::record::flow_edge(v)? {
+                visit(source, target);
+            }
             Ok(())
         })
     }

@@ -197,6 +197,14 @@ impl LinkEnd {
     }
 }
 
+/// The source and target URLs of an encoded link record whose link carries flow: live
+/// and followed (`docs/flow.md`, the graph); `None` for any other link.
+pub fn flow_edge(record: &[u8]) -> Result<Option<(&str, &str)>> {
+    let slots = FlowSlots::find(record)?;
+    let carries_flow = slots.flags & (flags::DELETED | flags::NOFOLLOW) == 0;
+    Ok(carries_flow.then_some((slots.source_url, slots.target_url)))
+}
+
 /// Where an encoded record keeps what a flow build rewrites (both ends' flows and
 /// topics), and its two URLs, found without decoding the rest: re-keying every backlink
 /// row copies its bytes instead of decoding and encoding each record.

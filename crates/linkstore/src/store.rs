@@ -42,7 +42,8 @@ pub(crate) const CF_METRICS: &str = "metrics";
 pub(crate) const CF_EXPIRY: &str = "expiry";
 pub(crate) const CF_TOP_PAGES: &str = "top_pages";
 
-const ALL_CFS: &[&str] = &[
+/// Every column family of a store, by name.
+pub const ALL_CFS: &[&str] = &[
     CF_META,
     CF_LINKS,
     CF_BACKLINKS,

@@ -1,0 +1,174 @@
+//! What a bulk build keeps for the flow build that follows it (a historic build): the
+//! edges of the link graph and every backlink row, in run files (the sorter's format)
+//! beside the store. The flow build then reads neither from the store, and backlink rows
+//! are written to it once, in their final SourceTrustFlow order.
+//!
+//! ```text
+//! <store>.flow-input/
+//!   w000-p-edges-0.rows       { source URL, target URL }* of links that carry flow
+//!   w000-v-backlinks-0.rows   { backlink key, link record }* in key order
+//! ```
+//!
+//! Worker `w` owns the `w`-th range of item hashes, so its backlink file holds whole
+//! items, and the files in worker order are in key order.
+
+use crate::error::Result;
+use crate::sorter::{RunReader, RunWriter};
+use std::path::{Path, PathBuf};
+
+/// The kept files; the directory goes when this is dropped.
+#[derive(Debug)]
+pub struct FlowInput {
+    dir: PathBuf,
+    edges: Vec<PathBuf>,
+    backlinks: Vec<PathBuf>,
+}
+
+impl FlowInput {
+    /// No files yet, in `dir`.
+    pub(crate) fn new(dir: PathBuf) -> FlowInput {
+        FlowInput {
+            dir,
+            edges: Vec::new(),
+            backlinks: Vec::new(),
+        }
+    }
+
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Adds a worker's files (workers in order).
+    pub(crate) fn add(&mut self, kept: KeptFiles) {
+        self.edges.extend(kept.edges);
+        self.backlinks.extend(kept.backlinks);
+    }
+
+    /// The graph's edges, one reader per file.
+    pub fn edges(&self) -> Result<Vec<RowFile>> {
+        self.edges.iter().map(|p| RowFile::open(p)).collect()
+    }
+
+    /// The backlink rows, one reader per worker, in key order.
+    pub fn backlinks(&self) -> Result<Vec<RowFile>> {
+        self.backlinks.iter().map(|p| RowFile::open(p)).collect()
+    }
+}
+
+impl Drop for FlowInput {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The rows of one kept file, in order; an error names the file.
+pub struct RowFile {
+    reader: RunReader,
+}
+
+impl RowFile {
+    fn open(path: &Path) -> Result<RowFile> {
+        Ok(RowFile {
+            reader: RunReader::open(path)?,
+        })
+    }
+}
+
+impl Iterator for RowFile {
+    type Item = std::io::Result<(Vec<u8>, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self.reader.advance() {
+            Ok(true) => {
+                let (k, v) = self.reader.row();
+                Some(Ok((k.to_vec(), v.to_vec())))
+            }
+            Ok(false) => None,
+            Err(e) => Some(Err(std::io::Error::other(e.to_string()))),
+        }
+    }
+}
+
+/// One writer's kept rows (see [`crate::pipeline`]'s `Files`), each kind in a file
+/// opened at its first row.
+pub(crate) struct KeptRows {
+    dir: PathBuf,
+    prefix: String,
+    edges: Option<RunWriter>,
+    backlinks: Option<RunWriter>,
+    last_backlink: Vec<u8>,
+    /// Files opened so far, numbering their names.
+    opened: usize,
+}
+
+/// Paths of the files a worker kept.
+#[derive(Debug, Default)]
+pub(crate) struct KeptFiles {
+    pub edges: Vec<PathBuf>,
+    pub backlinks: Vec<PathBuf>,
+}
+
+impl KeptRows {
+    pub(crate) fn new(dir: &Path, prefix: &str) -> KeptRows {
+        KeptRows {
+            dir: dir.to_path_buf(),
+            prefix: prefix.to_string(),
+            edges: None,
+            backlinks: None,
+            last_backlink: Vec::new(),
+            opened: 0,
+        }
+    }
+
+    /// The open file of a kind, opened if need be.
+    fn writer<'w>(
+        slot: &'w mut Option<RunWriter>,
+        opened: &mut usize,
+        dir: &Path,
+        name: String,
+    ) -> Result<&'w mut RunWriter> {
+        if slot.is_none() {
+            *opened += 1;
+            *slot = Some(RunWriter::create(&dir.join(name))?);
+        }
+        Ok(slot.as_mut().expect("opened above"))
+    }
+
+    fn name(&self, kind: &str) -> String {
+        format!("{}-{kind}-{}.rows", self.prefix, self.opened)
+    }
+
+    /// Keeps the edge of a `links` row written to the store, if its link carries flow.
+    pub(crate) fn put_link(&mut self, record: &[u8]) -> Result<()> {
+        if let Some((source, target)) = linkstore::flow_edge(record)? {
+            let name = self.name("edges");
+            Self::writer(&mut self.edges, &mut self.opened, &self.dir, name)?
+                .put(source.as_bytes(), target.as_bytes())?;
+        }
+        Ok(())
+    }
+
+    /// Keeps a backlink row instead of writing it to the store; like a table file, skips
+    /// a key not above the previous one (a 64-bit collision between two pages' links).
+    pub(crate) fn put_backlink(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        if self.backlinks.is_some() && key <= self.last_backlink.as_slice() {
+            return Ok(());
+        }
+        let name = self.name("backlinks");
+        Self::writer(&mut self.backlinks, &mut self.opened, &self.dir, name)?.put(key, value)?;
+        self.last_backlink.clear();
+        self.last_backlink.extend_from_slice(key);
+        Ok(())
+    }
+
+    /// Completes the open files, adding their paths to `into`.
+    pub(crate) fn finish(&mut self, into: &mut KeptFiles) -> Result<()> {
+        if let Some(w) = self.edges.take() {
+            into.edges.push(w.finish()?);
+        }
+        if let Some(w) = self.backlinks.take() {
+            into.backlinks.push(w.finish()?);
+        }
+        Ok(())
+    }
+}

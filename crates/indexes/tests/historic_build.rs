@@ -1,0 +1,95 @@
+//! A historic build hands its flow build the graph and the backlink rows its bulk build
+//! kept, so backlinks are written once, in their final order. The snapshot it makes
+//! holds exactly the rows of a bulk build followed by a flow build over the store: every
+//! table, with 1 and 2 workers, and with 2-bit (colliding) item hashes.
+
+use bulkbuild::BuildOptions;
+use flow::{parse_seeds, RankParams, Seed};
+use indexes::{build_historic, DataDir, HistoricBuild, IndexKind};
+use linkstore::{Store, StoreOptions, ALL_CFS};
+use std::path::{Path, PathBuf};
+
+type Rows = Vec<(&'static str, Vec<u8>, Vec<u8>)>;
+
+/// Every row of every column family but `meta` (which records when the build ran).
+fn rows(store: &Store) -> Rows {
+    let mut out = Vec::new();
+    for &cf in ALL_CFS.iter().filter(|&&cf| cf != "meta") {
+        store
+            .read()
+            .scan_column_family(cf, |k, v| out.push((cf, k.to_vec(), v.to_vec())))
+            .unwrap();
+    }
+    out
+}
+
+fn options(workers: usize, hash_bits: u8) -> BuildOptions {
+    BuildOptions {
+        workers,
+        // Small enough that every sorter spills.
+        memory_bytes: 8 << 20,
+        store: StoreOptions {
+            hash_bits,
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
+
+/// Bulk build, then flow read from the store.
+fn in_two_passes(dir: &Path, files: &[PathBuf], seeds: &[Seed], opts: &BuildOptions) -> Store {
+    let report = bulkbuild::build(dir, files, opts, &|_| {}).unwrap();
+    assert!(report.flow_input.is_none(), "nothing kept unless asked");
+    let store = Store::open(dir, &opts.store).unwrap();
+    flow::build(&store, seeds, &RankParams::default(), &mut |_| {}).unwrap();
+    store
+}
+
+fn historic(data: &Path, files: &[PathBuf], seeds: &[Seed], opts: &BuildOptions) -> Store {
+    let dir = DataDir::new(data);
+    let build = HistoricBuild {
+        files,
+        days: None,
+        seeds,
+        params: RankParams::default(),
+        build: opts.clone(),
+    };
+    build_historic(&dir, &build, &|_| {}, &mut |_| {}).unwrap();
+    let kept: Vec<String> = std::fs::read_dir(data)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("flow-input") || n.contains("scratch"))
+        .collect();
+    assert!(kept.is_empty(), "kept rows removed: {kept:?}");
+    dir.open(IndexKind::Historic, &opts.store).unwrap()
+}
+
+#[test]
+fn a_historic_build_equals_a_bulk_build_then_a_flow_build() {
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = webgen::WebSpec {
+        pages: 3000,
+        domains: 300,
+        crawls: 3,
+        ..Default::default()
+    };
+    let files = webgen::generate(&spec, &tmp.path().join("crawl"), &mut |_, _| {})
+        .unwrap()
+        .files;
+    let seeds = parse_seeds(&webgen::Web::new(spec).seed_file(5), "seeds").unwrap();
+    for (workers, hash_bits) in [(1, 64), (2, 64), (2, 2)] {
+        let opts = options(workers, hash_bits);
+        let case = tmp.path().join(format!("w{workers}-b{hash_bits}"));
+        let two_passes = rows(&in_two_passes(&case.join("two"), &files, &seeds, &opts));
+        let one = rows(&historic(&case.join("data"), &files, &seeds, &opts));
+        let count = |r: &Rows, cf: &str| r.iter().filter(|(t, ..)| *t == cf).count();
+        for (cf, least) in [("backlinks", 1000), ("metrics", 100), ("top_pages", 100)] {
+            assert!(count(&one, cf) > least, "{cf}: {} rows", count(&one, cf));
+            assert_eq!(count(&one, cf), count(&two_passes, cf), "{cf}");
+        }
+        assert!(
+            one == two_passes,
+            "{workers} workers, {hash_bits}-bit hashes: the stores differ"
+        );
+    }
+}
