@@ -9,6 +9,10 @@
 //! disk, not memory. Workers are threads today; the dataflow exchanges rows only by
 //! timely channels, so the same program runs as several processes.
 //!
+//! For a historic build the build keeps the link graph and the backlink rows for the flow
+//! build that follows ([`FlowInput`]) instead of writing backlinks, which the flow build
+//! then writes once, in their final order.
+//!
 //! This crate knows no key or value layout: `linkstore::build` encodes, reduces and
 //! writes rows; this crate moves, sorts and schedules them.
 

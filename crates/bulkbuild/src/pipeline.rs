@@ -7,6 +7,9 @@
 //!    ─► counters rows, exchange by key hash ─► [counters]  sort, reduce ─► counters SST
 //! ```
 //!
+//! A historic build keeps the graph's edges (from the `links` rows) and the backlink rows
+//! (instead of their SST files) for its flow build ([`crate::FlowInput`]).
+//!
 //! Rows are routed by ranges of their partition hash (worker `w` of `n` owns
 //! `[w·2⁶⁴/n, (w+1)·2⁶⁴/n)`), so the SST files of one table never overlap and go
 //! straight to the bottom level. Operators that emit many rows do it in slices and ask
