@@ -401,11 +401,12 @@ fn historic_builds_swap_in_while_serving_and_a_killed_build_changes_nothing() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
+    // The build's directory, or the scratch and kept files beside it.
     let building = || {
         std::fs::read_dir(&data)
             .unwrap()
             .flatten()
-            .any(|e| e.file_name().to_string_lossy().ends_with(".building"))
+            .any(|e| e.file_name().to_string_lossy().contains(".building"))
     };
     wait_for("the build to start", building);
     std::thread::sleep(Duration::from_millis(500));
