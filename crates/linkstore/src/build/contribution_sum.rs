@@ -74,6 +74,21 @@ impl ItemSum {
         for (day, delta) in self.timeline.drain(..) {
             emit_row(emit, &TimelineKey { item_key, day }, &delta);
         }
+        shrink_after_hot_item(&mut self.distinct);
+        shrink_after_hot_item(&mut self.ref_domains);
+        shrink_after_hot_item(&mut self.anchors);
+    }
+}
+
+/// Most entries a drained map keeps room for.
+const RETAINED_CAPACITY: usize = 1024;
+
+/// Drops a drained map that a hot item grew: draining and clearing a map costs its
+/// whole capacity, so each small item that used the same sum after a hot one paid for
+/// the hot one's table (`perf`: 1.8% of a bulk build in `memset`).
+fn shrink_after_hot_item<K, V>(map: &mut HashMap<K, V>) {
+    if map.capacity() > RETAINED_CAPACITY {
+        *map = HashMap::default();
     }
 }
 
