@@ -221,7 +221,7 @@ pub fn build(
         seeds,
         params,
         progress,
-        &mut |update, end_of, progress| update.finish(end_of, params.threads, progress),
+        |update, end_of, progress| update.finish(end_of, params.threads, progress),
     )
 }
 
@@ -249,36 +249,30 @@ where
 {
     progress("reading the link graph");
     let g = UrlGraph::from_edges(rows.edges.into_iter().flatten())?;
-    let mut backlinks = Some(rows.backlinks);
     compute_and_publish(
         store,
         g,
         seeds,
         params,
         progress,
-        &mut |update, end_of, progress| {
-            let backlinks = backlinks.take().expect("published once");
-            update.finish_from_rows(end_of, backlinks, progress)
-        },
+        |update, end_of, progress| update.finish_from_rows(end_of, rows.backlinks, progress),
     )
 }
 
-/// How the backlink rows of a flow build are re-keyed: the update to finish, each URL's
-/// end by URL hash, and a progress callback (rows done).
-type Publish<'a> = dyn FnMut(
-        FlowUpdate<'_>,
-        &(dyn Fn(u64, &str) -> LinkEnd + Sync),
-        &mut dyn FnMut(u64),
-    ) -> linkstore::Result<FlowUpdateReport>
-    + 'a;
-
+/// Computes the metrics of `g` and publishes them; `publish` re-keys the backlink rows,
+/// given the update to finish, each URL's end by URL hash, and a progress callback (rows
+/// done).
 fn compute_and_publish(
     store: &Store,
     g: UrlGraph,
     seeds: &[Seed],
     params: &RankParams,
     progress: &mut dyn FnMut(&str),
-    publish: &mut Publish<'_>,
+    publish: impl FnOnce(
+        FlowUpdate<'_>,
+        &(dyn Fn(u64, &str) -> LinkEnd + Sync),
+        &mut dyn FnMut(u64),
+    ) -> linkstore::Result<FlowUpdateReport>,
 ) -> Result<FlowReport> {
     let n = g.urls.len();
     progress(&format!("graph: {n} URLs, {} links", g.graph.edges()));

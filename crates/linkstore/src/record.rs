@@ -3,7 +3,7 @@
 
 use crate::codec::{put_bytes, put_ip, put_uvarint, Reader};
 use crate::error::{Error, Result};
-use crate::topic::{put_topics, read_topics, topic_id};
+use crate::topic::{each_topic, put_topic_ids, put_topics, read_topics, topic_id};
 use roaring::RoaringBitmap;
 use std::net::IpAddr;
 
@@ -190,10 +190,7 @@ impl LinkEnd {
     /// Writes the first `max` topics as [`put_topics`] does.
     fn put_topics(&self, out: &mut Vec<u8>, max: usize) {
         let n = usize::from(self.topic_count).min(max);
-        put_uvarint(out, n as u64);
-        for &(id, value) in &self.topics[..n] {
-            out.extend_from_slice(&[id, value]);
-        }
+        put_topic_ids(out, n, self.topics[..n].iter().copied());
     }
 }
 
@@ -241,13 +238,15 @@ impl<'a> FlowSlots<'a> {
         r.bytes()?; // anchor text
         r.bytes()?; // ALT text
         r.ip()?;
-        read_history(&mut r)?;
+        // Checked as decoding checks them, without building what decoding builds.
+        history_runs(&mut r, |_, _| {})?;
         for _ in 0..3 {
             r.u32v()?; // source out-links
         }
         let topics_at = buf.len() - r.remaining();
-        read_topics(&mut r, "links")?;
-        read_topics(&mut r, "links")?;
+        for _ in 0..2 {
+            each_topic(&mut r, "links", |_, _| {})?;
+        }
         Ok(FlowSlots {
             flags,
             source_url,
@@ -303,8 +302,16 @@ const MAX_HISTORY_RUN: u64 = 1 << 16;
 
 /// Reads what [`put_history`] wrote, refusing runs past the last day a `u32` holds.
 fn read_history(r: &mut Reader<'_>) -> Result<RoaringBitmap> {
-    let runs = r.uvarint()?;
     let mut days = RoaringBitmap::new();
+    history_runs(r, |first, last| {
+        days.insert_range(first..=last);
+    })?;
+    Ok(days)
+}
+
+/// Reads the runs [`put_history`] wrote, giving each one's first and last day to `each`.
+fn history_runs(r: &mut Reader<'_>, mut each: impl FnMut(u32, u32)) -> Result<()> {
+    let runs = r.uvarint()?;
     let mut next = 0u64;
     for _ in 0..runs {
         let start = next.saturating_add(r.uvarint()?);
@@ -313,10 +320,10 @@ fn read_history(r: &mut Reader<'_>) -> Result<RoaringBitmap> {
         if len > MAX_HISTORY_RUN || end > u64::from(u32::MAX) + 1 {
             return Err(Error::corrupt("links", "crawl history: run out of range"));
         }
-        days.insert_range(start as u32..=(end - 1) as u32);
+        each(start as u32, (end - 1) as u32);
         next = end;
     }
-    Ok(days)
+    Ok(())
 }
 
 impl LinkRecord {

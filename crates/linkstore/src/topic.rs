@@ -45,23 +45,38 @@ pub(crate) fn put_topics(out: &mut Vec<u8>, topics: &[(String, u8)]) {
         "topics outside the taxonomy: {topics:?}"
     );
     let known = || topics.iter().filter_map(|(t, v)| Some((topic_id(t)?, *v)));
-    put_uvarint(out, known().count() as u64);
-    for (id, v) in known() {
+    put_topic_ids(out, known().count(), known());
+}
+
+/// Writes `n` topics given as `(id, value)`, in the layout of [`put_topics`].
+pub(crate) fn put_topic_ids(out: &mut Vec<u8>, n: usize, ids: impl Iterator<Item = (u8, u8)>) {
+    put_uvarint(out, n as u64);
+    for (id, v) in ids.take(n) {
         out.extend_from_slice(&[id, v]);
     }
 }
 
 /// Reads what [`put_topics`] wrote; an id outside the taxonomy is corruption.
 pub(crate) fn read_topics(r: &mut Reader<'_>, cf: &'static str) -> Result<Vec<(String, u8)>> {
-    let n = r.uvarint()? as usize;
-    let mut topics = Vec::with_capacity(n.min(16));
+    let mut topics = Vec::new();
+    each_topic(r, cf, |name, value| topics.push((name.to_string(), value)))?;
+    Ok(topics)
+}
+
+/// Reads what [`put_topics`] wrote, giving each topic's name and value to `each`.
+pub(crate) fn each_topic(
+    r: &mut Reader<'_>,
+    cf: &'static str,
+    mut each: impl FnMut(&'static str, u8),
+) -> Result<()> {
+    let n = r.uvarint()?;
     for _ in 0..n {
         let id = r.u8()?;
         let name =
             topic_name(id).ok_or_else(|| Error::corrupt(cf, format!("unknown topic id {id}")))?;
-        topics.push((name.to_string(), r.u8()?));
+        each(name, r.u8()?);
     }
-    Ok(topics)
+    Ok(())
 }
 
 #[cfg(test)]
