@@ -196,12 +196,16 @@ fn build_into(
         .unwrap_or(reduced_at)
         .min(reduced_at);
 
-    let mut summaries = Vec::new();
+    let mut summaries: Vec<Option<FileSummary>> = vec![None; files.len()];
+    let mut parsed = Vec::new();
     let mut pages = PageReport::default();
     let mut by_table: Vec<Vec<(usize, PathBuf)>> = vec![Vec::new(); Table::ALL.len()];
     for (w, out) in outputs.into_iter().enumerate() {
         let out = out.map_err(Error::Worker)?.map_err(Error::Worker)?;
-        summaries.extend(out.summaries);
+        for (i, summary) in out.summaries {
+            summaries[i] = Some(summary);
+        }
+        parsed.extend(out.parsed);
         add_report(&mut pages, &out.pages);
         for (table, path) in out.files {
             by_table[table as usize].push((w, path));
@@ -211,7 +215,11 @@ fn build_into(
             f.add(out.kept);
         }
     }
-    summaries.sort_by_key(|(i, _)| *i);
+    for (i, part) in parsed {
+        if let Some(summary) = &mut summaries[i] {
+            summary.merge(part);
+        }
+    }
 
     on_progress(&Progress::of(&progress, Stage::Ingest, reduced_at, 0.0));
     let ingest_started = Instant::now();
@@ -227,7 +235,7 @@ fn build_into(
     store.flush()?;
     let ingest_seconds = ingest_started.elapsed().as_secs_f64();
     Ok(BuildReport {
-        files: summaries.into_iter().map(|(_, s)| s).collect(),
+        files: summaries.into_iter().flatten().collect(),
         pages,
         read_seconds,
         reduce_seconds: reduced_at - read_seconds,

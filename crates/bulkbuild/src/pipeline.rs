@@ -1,7 +1,8 @@
 //! The build's dataflow, one copy per timely worker:
 //!
 //! ```text
-//!  crawl files ─► read (files split among workers) ─► PageCrawl
+//!  crawl files ─► read (files split among workers) ─► records
+//!    ─► exchange round robin ─► parse ─► PageCrawl
 //!    ─► exchange by page hash ─► [pages]  sort by page, replay crawls ─► links, pages SSTs
 //!    ─► view rows, exchange by key hash ─► [views]  sort, reduce stages 1-4 ─► view SSTs
 //!    ─► counters rows, exchange by key hash ─► [counters]  sort, reduce ─► counters SST
@@ -20,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::flow_input::{KeptFiles, KeptRows};
 use crate::progress::Counters;
 use crate::sorter::{Groups, Sorter};
-use ingest::{CrawlSink, FileSummary, ReadOptions, SinkError};
+use ingest::{CrawlSink, FileReader, FileSummary, RawRecord, ReadOptions, RecordParser, SinkError};
 use linkstore::build::{
     crawl_sort_key, PageReport, PageRows, Reducer, Table, TableFileWriter, Values,
     CRAWL_SORT_SUFFIX,
@@ -34,7 +35,7 @@ use std::sync::Arc;
 use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::operators::generic::operator::Operator;
 use timely::dataflow::operators::Input;
-use timely::dataflow::InputHandleVec;
+use timely::dataflow::{InputHandleVec, StreamVec};
 use timely::progress::frontier::MutableAntichain;
 
 /// A row between operators: `(table, key, value)`.
@@ -63,7 +64,10 @@ pub(crate) struct Plan {
 pub(crate) struct WorkerOutput {
     pub files: Vec<(Table, PathBuf)>,
     pub kept: KeptFiles,
+    /// What reading each of this worker's files found, by file index.
     pub summaries: Vec<(usize, FileSummary)>,
+    /// What parsing this worker's share of each file's records found, by file index.
+    pub parsed: Vec<(usize, FileSummary)>,
     pub pages: PageReport,
 }
 
@@ -169,10 +173,11 @@ pub(crate) fn run_worker(worker: &mut timely::worker::Worker, plan: &Plan) -> Re
     let index = worker.index();
     let peers = worker.peers();
     let shared: SharedRef = Rc::default();
-    let mut input = InputHandleVec::<u64, (u64, Vec<u8>)>::new();
+    let mut input = InputHandleVec::<u64, (usize, RawRecord)>::new();
 
     worker.dataflow::<u64, _, _>(|scope| {
-        let crawls = scope.input_from(&mut input);
+        let records = scope.input_from(&mut input);
+        let crawls = parse(records, plan, peers, shared.clone());
         let pages = PagesOp::new(plan, index, shared.clone());
         let views_shared = shared.clone();
         let counters_shared = shared.clone();
@@ -302,28 +307,34 @@ pub(crate) fn run_worker(worker: &mut timely::worker::Worker, plan: &Plan) -> Re
         );
     });
 
-    // Feed this worker's files: file i goes to worker i mod peers.
+    // Read this worker's files (file i goes to worker i mod peers); every worker parses.
     for (i, path) in plan.files.iter().enumerate() {
         if i % peers != index {
             continue;
         }
-        let mut sink = TimelySink {
-            input: &mut input,
-            worker,
-            sent: 0,
-        };
-        let progress = &plan.progress;
-        let mut last = 0u64;
-        let summary = ingest::read_file(path, &plan.read, &mut sink, &mut |p| {
-            progress.add(&progress.bytes_read, p.bytes_read - last);
-            last = p.bytes_read;
-        })
-        .map_err(|source| Error::Read {
+        let read_err = |source| Error::Read {
             path: path.clone(),
             source,
-        })?;
+        };
+        let mut reader = FileReader::open(path).map_err(read_err)?;
+        let progress = &plan.progress;
+        let mut reported = 0;
+        let mut report = |reader: &FileReader| {
+            let read = reader.bytes().0;
+            progress.add(&progress.bytes_read, read - reported);
+            reported = read;
+        };
+        while let Some(record) = reader.next_record() {
+            input.send((i, record));
+            // Let the records flow on instead of piling up at the input.
+            if reader.records().is_multiple_of(256) {
+                report(&reader);
+                worker.step();
+            }
+        }
+        report(&reader);
         progress.add(&progress.files_read, 1);
-        shared.borrow_mut().out.summaries.push((i, summary));
+        shared.borrow_mut().out.summaries.push((i, reader.finish()));
     }
     input.close();
     while worker.step() {}
@@ -334,22 +345,63 @@ pub(crate) fn run_worker(worker: &mut timely::worker::Worker, plan: &Plan) -> Re
     }
 }
 
-/// Hands crawls read from a file to the dataflow, stepping it now and then so data
-/// flows on instead of piling up at the input.
-struct TimelySink<'a> {
-    input: &'a mut InputHandleVec<u64, (u64, Vec<u8>)>,
-    worker: &'a mut timely::worker::Worker,
-    sent: u64,
+/// Parses the records that come this worker's way (spread over the workers whichever
+/// worker read them) into crawls, routed to their page's worker.
+fn parse<'scope>(
+    records: StreamVec<'scope, u64, (usize, RawRecord)>,
+    plan: &Plan,
+    peers: usize,
+    shared: SharedRef,
+) -> StreamVec<'scope, u64, (u64, Vec<u8>)> {
+    let peers = peers as u64;
+    let (files, read) = (plan.files.clone(), plan.read.clone());
+    records.unary_frontier::<timely::container::CapacityContainerBuilder<Vec<(u64, Vec<u8>)>>, _, _, _>(
+        Exchange::new(move |(file, r): &(usize, RawRecord)| (*file as u64 + r.seq) % peers),
+        "parse",
+        |cap, _info| {
+            let mut parsers: BTreeMap<usize, RecordParser> = BTreeMap::new();
+            let mut cap = Some(cap);
+            move |(input, frontier), output| {
+                let Some(c) = &cap else {
+                    return;
+                };
+                let mut session = output.session(c);
+                input.for_each(|_, data| {
+                    for (file, record) in data.drain(..) {
+                        let parser = parsers
+                            .entry(file)
+                            .or_insert_with(|| RecordParser::new(&files[file], read.clone()));
+                        let mut sink = GiveCrawls(|crawl: PageCrawl| {
+                            let page = linkstore::build::page_key(&crawl.url);
+                            session.give((Table::Pages.partition_hash(&page), crawl.encode()));
+                        });
+                        if let Err(e) = parser.parse(&record, &mut sink) {
+                            fail(&shared, Error::Read {
+                                path: files[file].clone(),
+                                source: e,
+                            });
+                        }
+                    }
+                });
+                drop(session);
+                if frontier.is_empty() {
+                    let mut sh = shared.borrow_mut();
+                    for (file, parser) in std::mem::take(&mut parsers) {
+                        sh.out.parsed.push((file, parser.finish()));
+                    }
+                    cap = None;
+                }
+            }
+        },
+    )
 }
 
-impl CrawlSink for TimelySink<'_> {
+/// Hands parsed crawls on; a bulk build applies them later.
+struct GiveCrawls<F>(F);
+
+impl<F: FnMut(PageCrawl)> CrawlSink for GiveCrawls<F> {
     fn accept(&mut self, crawl: PageCrawl) -> Result<Option<ApplyStats>, SinkError> {
-        let hash = Table::Pages.partition_hash(&linkstore::build::page_key(&crawl.url));
-        self.input.send((hash, crawl.encode()));
-        self.sent += 1;
-        if self.sent.is_multiple_of(256) {
-            self.worker.step();
-        }
+        (self.0)(crawl);
         Ok(None)
     }
 }

@@ -7,6 +7,7 @@ use std::io::{self, BufRead, Read};
 /// Records larger than this are skipped (and reported), not buffered.
 pub const MAX_RECORD_BYTES: u64 = 64 << 20;
 
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct WarcRecord {
     pub headers: Vec<(String, String)>,
     pub block: Vec<u8>,
