@@ -147,21 +147,11 @@ fn a_store_with_crawls_is_refused() {
 /// Every real crawl file of `../shared/data` (WARC with HTML, WAT), both ways.
 #[test]
 fn real_crawl_files_build_the_same_store_both_ways() {
-    const FILES: &[&str] = &[
-        "warc/aut-example.warc.gz",
-        "warc/resiliparse-warcfile.warc.gz",
-        "warc/resiliparse-clueweb-quirk.warc.gz",
-        "warc/jwarc-cc.warc.gz",
-        "warc/whirlwind.warc.gz",
-        "warc/cc-link-extraction-test.warc",
-        "wat/fluo-webindex-wat-18.warc",
-        "wat/pycommoncrawl-file1.warc.wat.gz",
-    ];
     let tmp = tempfile::tempdir().unwrap();
-    for (i, rel) in FILES.iter().enumerate() {
-        let Some(path) = testdata::shared(rel) else {
-            return;
-        };
+    let Some(paths) = testdata::crawl_files() else {
+        return;
+    };
+    for (i, (rel, path)) in testdata::CRAWL_FILES.iter().zip(paths).enumerate() {
         let files = vec![path];
         let expected = incremental(&tmp.path().join(format!("inc{i}")), &files, 64);
         let dir = tmp.path().join(format!("bulk{i}"));

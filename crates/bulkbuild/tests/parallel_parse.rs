@@ -107,24 +107,10 @@ fn a_file_parsed_on_every_worker_reports_what_reading_it_alone_reports() {
 
 #[test]
 fn real_crawl_files_report_the_same_both_ways() {
-    const FILES: &[&str] = &[
-        "warc/aut-example.warc.gz",
-        "warc/resiliparse-warcfile.warc.gz",
-        "warc/resiliparse-clueweb-quirk.warc.gz",
-        "warc/jwarc-cc.warc.gz",
-        "warc/whirlwind.warc.gz",
-        "warc/cc-link-extraction-test.warc",
-        "wat/fluo-webindex-wat-18.warc",
-        "wat/pycommoncrawl-file1.warc.wat.gz",
-    ];
     let tmp = tempfile::tempdir().unwrap();
-    let mut files = Vec::new();
-    for rel in FILES {
-        let Some(path) = testdata::shared(rel) else {
-            return;
-        };
-        files.push(path);
-    }
+    let Some(files) = testdata::crawl_files() else {
+        return;
+    };
     let alone: Vec<FileSummary> = files.iter().map(|f| read_alone(f)).collect();
     assert!(alone.iter().any(|s| !s.problems.is_empty()));
     // More files than workers: each worker reads some and parses a share of all.

@@ -19,3 +19,20 @@ pub fn shared(rel: &str) -> Option<PathBuf> {
     eprintln!("skipping: {} not found", path.display());
     None
 }
+
+/// The real crawl files of the shared data that hold page fetches (WARC with HTML, WAT).
+pub const CRAWL_FILES: &[&str] = &[
+    "warc/aut-example.warc.gz",
+    "warc/resiliparse-warcfile.warc.gz",
+    "warc/resiliparse-clueweb-quirk.warc.gz",
+    "warc/jwarc-cc.warc.gz",
+    "warc/whirlwind.warc.gz",
+    "warc/cc-link-extraction-test.warc",
+    "wat/fluo-webindex-wat-18.warc",
+    "wat/pycommoncrawl-file1.warc.wat.gz",
+];
+
+/// Every file of [`CRAWL_FILES`], or `None` (as [`shared`]) when one is missing.
+pub fn crawl_files() -> Option<Vec<PathBuf>> {
+    CRAWL_FILES.iter().map(|rel| shared(rel)).collect()
+}
