@@ -70,7 +70,6 @@ pub struct FileReader {
     consumed: Rc<Cell<u64>>,
     bytes_total: u64,
     line: u64,
-    seq: u64,
     garbage_reported: usize,
 }
 
@@ -104,7 +103,6 @@ impl FileReader {
             consumed,
             bytes_total,
             line: 0,
-            seq: 0,
             garbage_reported: 0,
         };
         let head = match input.fill_buf() {
@@ -150,7 +148,7 @@ impl FileReader {
             Framing::Done => None,
         }?;
         Some(RawRecord {
-            seq: self.seq,
+            seq: self.summary.records,
             body,
         })
     }
@@ -176,12 +174,6 @@ impl FileReader {
         self.summary
     }
 
-    /// Counts a record and gives it its ordinal.
-    fn count_record(&mut self) {
-        self.seq += 1;
-        self.summary.records += 1;
-    }
-
     fn next_line(&mut self) -> Option<RawBody> {
         let Framing::Lines(input) = &mut self.framing else {
             return None;
@@ -197,7 +189,7 @@ impl FileReader {
                 Ok(n) => n,
                 Err(e) => {
                     self.summary.truncated = Some(Problem {
-                        record: self.seq + 1,
+                        record: self.summary.records + 1,
                         at: format!("line {}", self.line),
                         reason: match e.kind() {
                             io::ErrorKind::UnexpectedEof => {
@@ -217,13 +209,12 @@ impl FileReader {
             if bytes.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
-            self.seq += 1;
             self.summary.records += 1;
             if n > MAX_LINE_BYTES {
                 // Skip the rest of the oversized line.
                 let mut rest = Vec::new();
                 let _ = input.read_until(b'\n', &mut rest);
-                let (record, at) = (self.seq, format!("line {}", self.line));
+                let (record, at) = (self.summary.records, format!("line {}", self.line));
                 self.summary.bad_record(
                     record,
                     at,
@@ -249,24 +240,24 @@ impl FileReader {
             self.garbage_reported = reader.garbage_at.len();
             for at in garbage {
                 self.summary.bad_record(
-                    self.seq + 1,
+                    self.summary.records + 1,
                     format!("byte {at}"),
                     "garbage between records skipped".into(),
                 );
             }
             match next {
                 Ok(rec) => {
-                    self.count_record();
+                    self.summary.records += 1;
                     return Some(RawBody::Warc(rec));
                 }
                 Err(warc::ReadError::Bad { offset, reason }) => {
-                    self.count_record();
+                    self.summary.records += 1;
                     self.summary
-                        .bad_record(self.seq, format!("byte {offset}"), reason);
+                        .bad_record(self.summary.records, format!("byte {offset}"), reason);
                 }
                 Err(warc::ReadError::Fatal { offset, reason }) => {
                     self.summary.truncated = Some(Problem {
-                        record: self.seq + 1,
+                        record: self.summary.records + 1,
                         at: format!("byte {offset}"),
                         reason,
                     });
