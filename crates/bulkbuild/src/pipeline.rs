@@ -8,6 +8,13 @@
 //!    ─► counters rows, exchange by key hash ─► [counters]  sort, reduce ─► counters SST
 //! ```
 //!
+//! The views operator reduces what the pages sent (backlinks, URL and expiry rows, and
+//! pages' distinct members) in stage 1, by partition hash: an item's backlinks and its
+//! pages' members come together, and an item whose sums fit in memory gets all its view
+//! rows there, in key order. Only items too large for that (the hot ones) have their
+//! partial sums sorted and reduced in stages 2 to 4, and the files of those stages' tables
+//! are cut around each such item, so that no two files of a table overlap.
+//!
 //! A historic build keeps the graph's edges (from the `links` rows) and the backlink rows
 //! (instead of their SST files) for its flow build ([`crate::FlowInput`]).
 //!
@@ -23,7 +30,7 @@ use crate::progress::Counters;
 use crate::sorter::{Groups, Sorter};
 use ingest::{CrawlSink, FileReader, FileSummary, RawRecord, ReadOptions, RecordParser, SinkError};
 use linkstore::build::{
-    crawl_sort_key, PageReport, PageRows, Reducer, Table, TableFileWriter, Values,
+    crawl_sort_key, PageReport, PageRows, ReduceOut, Reducer, Table, TableFileWriter, Values,
     CRAWL_SORT_SUFFIX,
 };
 use linkstore::{ApplyStats, PageCrawl};
@@ -103,6 +110,8 @@ struct Files {
     dir: PathBuf,
     prefix: String,
     open: BTreeMap<Table, TableFileWriter>,
+    /// Files finished before [`Files::finish`] ([`Files::cut`]).
+    done: Vec<(Table, PathBuf)>,
     count: usize,
     progress: Arc<Counters>,
     kept: Option<KeptRows>,
@@ -121,6 +130,7 @@ impl Files {
             kept: flow_input.map(|d| KeptRows::new(d, &prefix)),
             prefix,
             open: BTreeMap::new(),
+            done: Vec::new(),
             count: 0,
             progress,
         }
@@ -152,14 +162,24 @@ impl Files {
         Ok(())
     }
 
-    fn finish(&mut self, into: &mut WorkerOutput) -> Result<()> {
-        for (table, w) in std::mem::take(&mut self.open) {
+    /// Finishes the open files of the tables `which` picks: their next rows start new
+    /// files.
+    fn cut(&mut self, which: impl Fn(Table) -> bool) -> Result<()> {
+        let tables: Vec<Table> = self.open.keys().copied().filter(|&t| which(t)).collect();
+        for table in tables {
+            let w = self.open.remove(&table).expect("listed above");
             let size = w.file_size();
             if let Some(path) = w.finish()? {
                 self.progress.add(&self.progress.sst_bytes, size);
-                into.files.push((table, path));
+                self.done.push((table, path));
             }
         }
+        Ok(())
+    }
+
+    fn finish(&mut self, into: &mut WorkerOutput) -> Result<()> {
+        self.cut(|_| true)?;
+        into.files.append(&mut self.done);
         if let Some(kept) = &mut self.kept {
             kept.finish(&mut into.kept)?;
         }
@@ -290,13 +310,11 @@ pub(crate) fn run_worker(worker: &mut timely::worker::Worker, plan: &Plan) -> Re
                                 format!("w{index:03}-c"),
                                 progress.clone(),
                             );
-                            let r = reduce_all(s, bits, &mut files, &progress, &mut |_| {
-                                unreachable!("counters feed no other table")
-                            })
-                            .and_then(|()| {
-                                let mut sh = counters_shared.borrow_mut();
-                                files.finish(&mut sh.out)
-                            });
+                            let r =
+                                reduce_counters(s, bits, &mut files, &progress).and_then(|()| {
+                                    let mut sh = counters_shared.borrow_mut();
+                                    files.finish(&mut sh.out)
+                                });
                             if let Err(e) = r {
                                 fail(&counters_shared, e);
                             }
@@ -513,6 +531,10 @@ struct ViewsOp {
     sorters: Vec<Option<Sorter>>,
     /// The groups of the stage being reduced.
     reducing: Option<Groups>,
+    /// The stage being reduced (1 to 4).
+    stage: u8,
+    /// Partition hash of the last group of a later stage reduced.
+    last_hash: Option<u64>,
     reducer: Reducer,
     /// Key of the group being reduced.
     key: Vec<u8>,
@@ -520,6 +542,10 @@ struct ViewsOp {
     shared: SharedRef,
     progress: Arc<Counters>,
 }
+
+/// Share of a sorter's budget that one item's sums may take before the item is reduced
+/// stage by stage instead of in memory.
+const ITEM_BUDGET_SHARE: usize = 4;
 
 impl ViewsOp {
     fn new(
@@ -536,7 +562,9 @@ impl ViewsOp {
                 .map(|s| Some(Sorter::new(scratch, &format!("w{index}-views{s}"), budget)))
                 .collect(),
             reducing: None,
-            reducer: Reducer::new(bits),
+            stage: 0,
+            last_hash: None,
+            reducer: Reducer::new(bits, budget / ITEM_BUDGET_SHARE),
             key: Vec::new(),
             files: Files::new(
                 scratch,
@@ -549,10 +577,11 @@ impl ViewsOp {
         }
     }
 
+    /// Takes a row the pages sent: every one is reduced in the first stage (see the
+    /// module documentation).
     fn collect(&mut self, (t, k, v): Row) {
         let table = Table::from_u8(t).expect("valid table");
-        let stage = usize::from(table.stage());
-        if let Some(Some(s)) = self.sorters.get_mut(stage - 1) {
+        if let Some(Some(s)) = self.sorters.first_mut() {
             if let Err(e) = s.push(table, &k, &v) {
                 fail(&self.shared, e);
             }
@@ -579,51 +608,42 @@ impl ViewsOp {
             };
             let sorter = self.sorters[stage].take().expect("found above");
             self.reducing = Some(sorter.into_groups(<[u8]>::len)?);
+            self.stage = stage as u8 + 1;
+            self.reducer.start_stage(self.stage);
+            self.last_hash = None;
         }
         let groups = self.reducing.as_mut().expect("set above");
-        let (files, sorters, reducer) = (&mut self.files, &mut self.sorters, &mut self.reducer);
-        let key = &mut self.key;
-        let failed = RefCell::new(None);
-        // Counters go on to the counters operator, other fed rows to their stage's sorter.
-        let mut feed = |(t, k, v): Row| {
-            let table = Table::from_u8(t).expect("rows carry valid tables");
-            if table == Table::Counters {
-                give((t, k, v));
-                return;
-            }
-            let r = match sorters.get_mut(usize::from(table.stage()) - 1) {
-                Some(Some(s)) => s.push(table, &k, &v),
-                _ => unreachable!("a reduction feeds only later stages"),
-            };
-            if let Err(e) = r {
-                failed.borrow_mut().get_or_insert(e);
-            }
+        let mut out = StageOut {
+            files: &mut self.files,
+            sorters: &mut self.sorters,
+            give,
+            failed: None,
         };
         for _ in 0..GROUPS_PER_SLICE {
-            let Some(table) = groups.next_group(key)? else {
+            let Some(table) = groups.next_group(&mut self.key)? else {
                 // Every row this stage feeds is sorted before the next stage starts.
-                reducer.finish(&mut |t, k, v| feed((t as u8, k, v)));
+                self.reducer.finish(&mut out);
                 self.reducing = None;
-                if let Some(e) = failed.into_inner() {
+                if let Some(e) = out.failed {
                     return Err(e);
                 }
                 let mut shared = self.shared.borrow_mut();
-                files.finish(&mut shared.out)?;
+                self.files.finish(&mut shared.out)?;
                 return Ok(self.sorters.iter().all(Option::is_none));
             };
-            let mut put_failed = None;
-            reducer.reduce(table, key, groups, &mut |t, k, v| {
-                if t == table {
-                    if let Err(e) = files.put(t, &k, &v) {
-                        put_failed.get_or_insert(e);
-                    }
-                } else {
-                    feed((t as u8, k, v));
+            if self.stage > Table::Backlinks.stage() {
+                // Later stages hold only items too large to reduce in memory, each
+                // between two of the first stage's files: one file per item and table.
+                let hash = table.partition_hash(&self.key);
+                if self.last_hash.is_some_and(|h| h != hash) {
+                    out.cut();
                 }
-            })?;
+                self.last_hash = Some(hash);
+            }
+            self.reducer.reduce(table, &self.key, groups, &mut out)?;
             groups.take_error()?;
             self.progress.add(&self.progress.groups, 1);
-            if let Some(e) = put_failed.or_else(|| failed.borrow_mut().take()) {
+            if let Some(e) = out.failed.take() {
                 return Err(e);
             }
         }
@@ -631,34 +651,82 @@ impl ViewsOp {
     }
 }
 
-/// Reduces every group of a sorter whose tables feed nothing (counters).
-fn reduce_all(
-    sorter: Sorter,
-    bits: u8,
-    files: &mut Files,
-    progress: &Counters,
-    feed: &mut dyn FnMut(Row),
-) -> Result<()> {
-    let mut reducer = Reducer::new(bits);
+/// Where a stage's reductions go: final rows to SST files, fed rows to the sorter of
+/// their stage, counters rows to the counters operator.
+struct StageOut<'a> {
+    files: &'a mut Files,
+    /// Sorters of stages 1 to 4; `None` for a sorter already reduced or being reduced.
+    sorters: &'a mut Vec<Option<Sorter>>,
+    give: &'a mut dyn FnMut(Row),
+    failed: Option<Error>,
+}
+
+impl ReduceOut for StageOut<'_> {
+    fn row(&mut self, table: Table, key: Vec<u8>, value: Vec<u8>) {
+        if let Err(e) = self.files.put(table, &key, &value) {
+            self.failed.get_or_insert(e);
+        }
+    }
+
+    fn feed(&mut self, table: Table, key: Vec<u8>, value: Vec<u8>) {
+        if table == Table::Counters {
+            (self.give)((table as u8, key, value));
+            return;
+        }
+        let r = match self.sorters.get_mut(usize::from(table.stage()) - 1) {
+            Some(Some(s)) => s.push(table, &key, &value),
+            _ => unreachable!("a reduction feeds only later stages"),
+        };
+        if let Err(e) = r {
+            self.failed.get_or_insert(e);
+        }
+    }
+
+    fn cut(&mut self) {
+        if let Err(e) = self.files.cut(|t| t.stage() > Table::Backlinks.stage()) {
+            self.failed.get_or_insert(e);
+        }
+    }
+}
+
+/// Reduces every group of the counters' sorter: counters feed nothing.
+fn reduce_counters(sorter: Sorter, bits: u8, files: &mut Files, progress: &Counters) -> Result<()> {
+    let mut reducer = Reducer::new(bits, 0);
+    reducer.start_stage(Table::Counters.stage());
     let mut groups = sorter.into_groups(<[u8]>::len)?;
     let mut key = Vec::new();
+    let mut out = CountersOut {
+        files,
+        failed: None,
+    };
     while let Some(table) = groups.next_group(&mut key)? {
-        let mut failed = None;
-        reducer.reduce(table, &key, &mut groups, &mut |t, k, v| {
-            if t == table {
-                if let Err(e) = files.put(t, &k, &v) {
-                    failed.get_or_insert(e);
-                }
-            } else {
-                feed((t as u8, k, v));
-            }
-        })?;
+        reducer.reduce(table, &key, &mut groups, &mut out)?;
         groups.take_error()?;
         progress.add(&progress.groups, 1);
-        if let Some(e) = failed {
+        if let Some(e) = out.failed.take() {
             return Err(e);
         }
     }
-    reducer.finish(&mut |t, k, v| feed((t as u8, k, v)));
-    Ok(())
+    reducer.finish(&mut out);
+    out.failed.map_or(Ok(()), Err)
+}
+
+/// Where the counters' reduction goes: its final rows, nothing else.
+struct CountersOut<'a> {
+    files: &'a mut Files,
+    failed: Option<Error>,
+}
+
+impl ReduceOut for CountersOut<'_> {
+    fn row(&mut self, table: Table, key: Vec<u8>, value: Vec<u8>) {
+        if let Err(e) = self.files.put(table, &key, &value) {
+            self.failed.get_or_insert(e);
+        }
+    }
+
+    fn feed(&mut self, _: Table, _: Vec<u8>, _: Vec<u8>) {
+        unreachable!("counters feed no other table")
+    }
+
+    fn cut(&mut self) {}
 }

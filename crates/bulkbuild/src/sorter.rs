@@ -1,7 +1,11 @@
 //! An external sort of `(table, key, value)` rows within a memory budget.
 //!
 //! Rows are appended to an arena; when the arena reaches the budget it is sorted by
-//! `(table, key)` and written to a run file. Reading merges the runs (and whatever is
+//! `(partition hash, table, key)` ([`Table::partition_hash`]) and written to a run file.
+//! The rows of one item come together whatever their table (a reduction sees an item's
+//! backlinks and its other rows in turn), and each table's rows are still in key order,
+//! since every key starts with its partition hash (backlink keys after their generation
+//! byte, which all rows of one build share). Reading merges the runs (and whatever is
 //! still in memory) and yields groups of equal keys. Memory is the budget plus one read
 //! buffer per run, whatever the input size; disk holds the runs.
 //!
@@ -29,8 +33,8 @@ const ROW_OVERHEAD: usize = std::mem::size_of::<RowRef>();
 /// budget seldom makes it grow.
 const ARENA_SLACK: usize = 1 << 20;
 
-/// A row in the arena: the first 8 bytes of `table | key` (most comparisons end there:
-/// keys start with a hash), its offset, and the lengths of `table | key` and value.
+/// A row in the arena: its partition hash (most comparisons end there), its offset, and
+/// the lengths of `table | key` and value.
 #[derive(Clone, Copy)]
 struct RowRef {
     prefix: u64,
@@ -39,11 +43,15 @@ struct RowRef {
     value_len: u32,
 }
 
+/// The partition hash of a `table | key` as the sorter holds it.
 fn prefix_of(table_and_key: &[u8]) -> u64 {
-    let mut p = [0u8; 8];
-    let n = table_and_key.len().min(8);
-    p[..n].copy_from_slice(&table_and_key[..n]);
-    u64::from_be_bytes(p)
+    let table = Table::from_u8(table_and_key[0]).expect("sorter holds valid table bytes");
+    table.partition_hash(&table_and_key[1..])
+}
+
+/// The sorter's order of two `table | key`s: partition hash, then table, then key.
+fn order(a: &[u8], b: &[u8]) -> Ordering {
+    prefix_of(a).cmp(&prefix_of(b)).then_with(|| a.cmp(b))
 }
 
 pub struct Sorter {
@@ -124,7 +132,7 @@ impl Sorter {
         Ok(())
     }
 
-    /// Every row in `(table, key)` order, as groups of rows whose `table | key` start
+    /// Every row in `(partition hash, table, key)` order, as groups of rows whose `table | key` start
     /// with the same `group_len(table | key)` bytes (`<[u8]>::len`: groups of equal keys).
     /// Run files are removed when the groups are dropped.
     pub fn into_groups(mut self, group_len: fn(&[u8]) -> usize) -> Result<Groups> {
@@ -398,7 +406,7 @@ impl Heap {
     }
 
     fn less(&self, a: usize, b: usize) -> bool {
-        self.runs[a].key.cmp(&self.runs[b].key) == Ordering::Less
+        order(&self.runs[a].key, &self.runs[b].key) == Ordering::Less
     }
 
     fn sift_down(&mut self, mut i: usize) {
@@ -507,7 +515,9 @@ mod tests {
         assert!(big.runs.is_empty());
         let a = groups(small);
         assert_eq!(a, groups(big));
-        assert!(a.windows(2).all(|w| (w[0].0, &w[0].1) < (w[1].0, &w[1].1)));
+        let order =
+            |g: &(Table, Vec<u8>, Vec<Vec<u8>>)| (g.0.partition_hash(&g.1), g.0, g.1.clone());
+        assert!(a.windows(2).all(|w| order(&w[0]) < order(&w[1])));
         assert_eq!(a.iter().map(|g| g.2.len()).sum::<usize>(), rows.len());
         assert_eq!(
             std::fs::read_dir(dir.path()).unwrap().count(),

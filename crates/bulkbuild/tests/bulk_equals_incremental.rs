@@ -67,11 +67,14 @@ fn assert_some_ranked(rows: &Rows) {
     }
 }
 
-fn bulk(dir: &Path, files: &[PathBuf], hash_bits: u8, workers: usize) -> Rows {
+/// Small enough that every sorter spills, and the hot items' sums overflow and are
+/// reduced stage by stage.
+const SPILLING: usize = 8 << 20;
+
+fn bulk(dir: &Path, files: &[PathBuf], hash_bits: u8, workers: usize, memory: usize) -> Rows {
     let opts = BuildOptions {
         workers,
-        // Small enough that every sorter spills.
-        memory_bytes: 8 << 20,
+        memory_bytes: memory,
         store: StoreOptions {
             hash_bits,
             ..Default::default()
@@ -118,7 +121,7 @@ fn bulk_and_incremental_stores_are_equal_row_for_row() {
     for (order, files) in [("time order", &files), ("reversed", &reversed)] {
         for workers in [1, 2] {
             let dir = tmp.path().join(format!("bulk-{workers}-{}", order.len()));
-            let got = bulk(&dir, files, 64, workers);
+            let got = bulk(&dir, files, 64, workers, SPILLING);
             assert_same(&expected, &got, &format!("{order}, {workers} workers"));
         }
     }
@@ -130,8 +133,18 @@ fn colliding_item_hashes_give_equal_stores_too() {
     let files = web(tmp.path(), 1_000);
     let expected = incremental(&tmp.path().join("inc"), &files, 2);
     assert_some_ranked(&expected);
-    let got = bulk(&tmp.path().join("bulk"), &files, 2, 2);
-    assert_same(&expected, &got, "2-bit hashes");
+    // Every item's sums overflow (one item hash holds a quarter of the items), or none
+    // do and colliding items are reduced together in memory.
+    for memory in [SPILLING, BuildOptions::default().memory_bytes] {
+        let got = bulk(
+            &tmp.path().join(format!("bulk{memory}")),
+            &files,
+            2,
+            2,
+            memory,
+        );
+        assert_same(&expected, &got, &format!("2-bit hashes, {memory} bytes"));
+    }
 }
 
 #[test]

@@ -4,11 +4,18 @@
 //! time order ([`PageRows`]), which yields the page's final link records and the `links`
 //! and `pages` rows, plus every record's contributions to the views, summed per row
 //! (`ContributionSum`) and encoded as rows of their tables. The builder sorts those rows
-//! by (table, key) and hands each group of equal keys to a [`Reducer`], which emits the
-//! final row and the rows it feeds in later tables (a distinct member feeds its item's counters, a referring domain its ranked
-//! copy). Tables are reduced in [`Table::stage`] order, so every row a table receives
-//! exists before it is reduced. Finished rows go into SST files ([`TableFileWriter`])
-//! that [`Store::ingest_table_files`](crate::Store::ingest_table_files) adds.
+//! by (partition hash, table, key) and hands each group of equal keys to a [`Reducer`],
+//! which emits final rows and the rows they feed in later tables ([`ReduceOut`]).
+//!
+//! In the first stage ([`Table::stage`]) an item's backlinks, and the distinct members its
+//! pages contributed, come together (they share the item's hash). Their contributions are
+//! summed in memory, and when they fit the budget the item's every view row is worked out
+//! there (`item_rows`): most items never reach a later stage. A larger item's partial
+//! sums are fed to the later stages, sorted and reduced table by table (a distinct member
+//! feeds its item's counters, a referring domain its ranked copy), so every row a table
+//! receives exists before it is reduced; the builder cuts its files around such an item
+//! ([`ReduceOut::cut`]). Finished rows go into SST files ([`TableFileWriter`]) that
+//! [`Store::ingest_table_files`](crate::Store::ingest_table_files) adds.
 //!
 //! Every key starts with a 64-bit hash (of the page, the URL or the item), and a row a
 //! reduction feeds in a later table (other than `counters` fed by `urls`) starts with the
@@ -41,7 +48,9 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 mod contribution_sum;
+mod item_rows;
 use contribution_sum::ContributionSum;
+use item_rows::{item_rows, Row};
 
 /// A column family a bulk build writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -114,7 +123,8 @@ impl Table {
     /// When the table's rows are final: 0, as [`PageRows`] emits them; later stages once
     /// every table of a lower stage is reduced (their reductions feed this one).
     /// Backlink rows come first: reducing one yields the link's share of its target
-    /// item's views, which arrive item by item, so the reducer sums them cheaply.
+    /// item's views, which arrive item by item, so the reducer sums them cheaply (and
+    /// finishes the item there when its sums fit in memory).
     pub fn stage(self) -> u8 {
         match self {
             Table::Links | Table::Pages => 0,
@@ -298,15 +308,39 @@ pub trait Values {
     fn next_value(&mut self) -> Option<&[u8]>;
 }
 
+/// Where a reduction's rows go.
+pub trait ReduceOut {
+    /// A final row. Each table's final rows come in strictly increasing key order within
+    /// a stage, and their files never overlap (see [`ReduceOut::cut`]).
+    fn row(&mut self, table: Table, key: Vec<u8>, value: Vec<u8>);
+    /// A row that a later stage reduces (counters: the counters' own reduction).
+    fn feed(&mut self, table: Table, key: Vec<u8>, value: Vec<u8>);
+    /// Later-stage tables' final rows resume past a gap that a later stage fills (an
+    /// item reduced stage by stage): their open files must end here.
+    fn cut(&mut self);
+}
+
+/// What the reducer sums across groups.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Summing {
+    /// The items of one partition hash, while backlinks are reduced: their backlinks'
+    /// views and the distinct members their pages contributed.
+    Items(u64),
+    /// What the groups of one table and partition hash feed (later stages).
+    Feeds(Table, u64),
+}
+
 /// Reduces groups of equal keys into final rows (see the module documentation).
 pub struct Reducer {
     hasher: ItemHasher,
     contributions: Vec<Contribution>,
-    /// What the groups of one table and item hash (`summing`) feed, summed until the
-    /// next item's groups come: a target item's backlinks feed its views, its distinct
-    /// members and referring domains its counters.
+    /// See [`Summing`].
     sum: ContributionSum,
-    summing: Option<(Table, u64)>,
+    summing: Option<Summing>,
+    /// The stage whose groups are being reduced ([`Reducer::start_stage`]).
+    stage: u8,
+    /// Final rows of the items just summed whole, before they are put in key order.
+    item_rows: Vec<Row>,
     ranked_ref_domains: RankedCopies,
     ranked_anchors: RankedCopies,
     /// `item_key | kind | subnet` of the last referring address reduced.
@@ -353,23 +387,51 @@ impl RankedCopies {
 }
 
 impl Reducer {
-    pub fn new(hash_bits: u8) -> Reducer {
+    /// `item_budget`: about how many bytes of members an item's sums may hold before the
+    /// item is reduced stage by stage instead of in memory.
+    pub fn new(hash_bits: u8, item_budget: usize) -> Reducer {
         Reducer {
             hasher: ItemHasher::new(hash_bits),
             contributions: Vec::new(),
-            sum: ContributionSum::default(),
+            sum: ContributionSum::with_budget(item_budget),
             summing: None,
+            stage: 0,
+            item_rows: Vec::new(),
             ranked_ref_domains: RankedCopies::default(),
             ranked_anchors: RankedCopies::default(),
             last_subnet: Vec::new(),
         }
     }
 
+    /// The groups that follow are of `stage` ([`Table::stage`]). In the backlinks' stage
+    /// the distinct rows there are pages' contributions, summed with the backlinks of
+    /// their item; in later stages they are partial sums of items reduced stage by stage.
+    pub fn start_stage(&mut self, stage: u8) {
+        self.stage = stage;
+    }
+
     /// Emits what the last groups' contributions still hold: call after the last group of
     /// a sorter, before its fed rows are sorted.
-    pub fn finish(&mut self, emit: &mut Emit<'_>) {
-        self.sum.flush(emit);
-        self.summing = None;
+    pub fn finish(&mut self, out: &mut dyn ReduceOut) {
+        let summing = self.summing.take();
+        let whole = self.sum.take_whole();
+        if !matches!(summing, Some(Summing::Items(_))) || !whole {
+            self.sum.flush(&mut |t, k, v| out.feed(t, k, v));
+            if summing.is_some() && !whole {
+                // The items' rows come from later stages, between this stage's files.
+                out.cut();
+            }
+            return;
+        }
+        let (hasher, rows) = (&self.hasher, &mut self.item_rows);
+        self.sum.drain_items(&mut |item| {
+            item_rows(item, hasher, rows, &mut |(t, k, v)| out.feed(t, k, v));
+        });
+        // Items that share a partition hash (forced collisions) interleave.
+        rows.sort_unstable_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+        for (t, k, v) in rows.drain(..) {
+            out.row(t, k, v);
+        }
     }
 
     /// A backlink row's share of its target item's views: the target contributions of
@@ -389,22 +451,34 @@ impl Reducer {
         Ok(())
     }
 
-    /// Reduces every value of one key of `table` into its final row, emitted with the
-    /// same table, and emits the rows it feeds in tables of later stages.
+    /// What the reducer sums across groups up to `table`'s group of `key`.
+    fn summing_for(&self, table: Table, key: &[u8]) -> Option<Summing> {
+        let hash = table.partition_hash(key);
+        if self.stage == Table::Backlinks.stage() {
+            // Other tables' groups (URLs, expiry) come between, and leave the sum be
+            // unless they start another partition hash.
+            return match (table, self.summing) {
+                (Table::Backlinks | Table::Distinct, _) => Some(Summing::Items(hash)),
+                (_, Some(Summing::Items(h))) if h == hash => self.summing,
+                _ => None,
+            };
+        }
+        let feeds = matches!(table, Table::Distinct | Table::RefDomains | Table::Anchors);
+        feeds.then_some(Summing::Feeds(table, hash))
+    }
+
+    /// Reduces every value of one key of `table` into its final row, and emits the rows
+    /// it feeds in tables of later stages.
     pub fn reduce(
         &mut self,
         table: Table,
         key: &[u8],
         values: &mut dyn Values,
-        emit: &mut Emit<'_>,
+        out: &mut dyn ReduceOut,
     ) -> Result<()> {
-        let sums = matches!(
-            table,
-            Table::Backlinks | Table::Distinct | Table::RefDomains | Table::Anchors
-        );
-        let lead = sums.then(|| (table, table.partition_hash(key)));
+        let lead = self.summing_for(table, key);
         if self.summing != lead {
-            self.finish(emit);
+            self.finish(out);
             self.summing = lead;
         }
         match table {
@@ -412,8 +486,8 @@ impl Reducer {
                 // One row per key, as below; its record feeds the target's views.
                 if let Some(v) = values.next_value() {
                     let v = v.to_vec();
-                    self.backlink_views(key, &v, emit)?;
-                    emit(table, key.to_vec(), v);
+                    self.backlink_views(key, &v, &mut |t, k, v| out.feed(t, k, v))?;
+                    out.row(table, key.to_vec(), v);
                 }
             }
             Table::Links
@@ -424,8 +498,16 @@ impl Reducer {
                 // One row per key; a second one is a 64-bit hash collision of two links
                 // (the incremental writer keeps one too).
                 if let Some(v) = values.next_value() {
-                    emit(table, key.to_vec(), v.to_vec());
+                    out.row(table, key.to_vec(), v.to_vec());
                 }
+            }
+            Table::Distinct if self.stage == Table::Backlinks.stage() => {
+                // A page's contribution: summed with the item's backlinks.
+                let key = DistinctKey::parse(key)?;
+                let n = sum_counts(&key, values)?;
+                let fed = &mut |t, k, v| out.feed(t, k, v);
+                self.sum
+                    .add_distinct(key.item_key, key.kind, key.member, n, fed);
             }
             Table::Distinct => {
                 let raw = key;
@@ -434,7 +516,9 @@ impl Reducer {
                 if n <= 0 {
                     return Ok(());
                 }
-                emit_row(emit, &key, &Count(n));
+                let (t, k, v) = row(&key, &Count(n));
+                out.row(t, k, v);
+                let fed = &mut |t, k, v| out.feed(t, k, v);
                 if key.kind == DistinctKind::RefIp {
                     // One subnet's addresses sort together: count it at its first.
                     let subnet = subnet_of_member(key.member);
@@ -454,7 +538,7 @@ impl Reducer {
                     DistinctFeed::Nothing => {}
                     DistinctFeed::AnchorRefDomains => {
                         let text = anchor_of_member(key.member);
-                        self.sum.add_anchor_ref_domain(key.item_key, text, emit);
+                        self.sum.add_anchor_ref_domain(key.item_key, text, fed);
                     }
                 }
             }
@@ -470,6 +554,7 @@ impl Reducer {
                 if row.links <= 0 {
                     return Ok(());
                 }
+                let fed = &mut |t, k, v| out.feed(t, k, v);
                 let live = i64::from(row.live_links() > 0);
                 let delta = ref_domain_counters(&row.domain, 1, live);
                 self.sum.add_counters(key.item_key, &delta);
@@ -477,15 +562,15 @@ impl Reducer {
                 if let Some((source, delta)) =
                     out_domain_counters(key.item_key, &row.domain, live, &self.hasher)
                 {
-                    emit_row(emit, &CountersKey(&source), &delta);
+                    emit_row(fed, &CountersKey(&source), &delta);
                 }
                 let ranked = RankedRefDomainKey {
                     item_key: key.item_key,
                     row: &row,
                 };
                 self.ranked_ref_domains
-                    .add(key.item_key, &ranked, &row, emit);
-                emit_row(emit, &key, &row);
+                    .add(key.item_key, &ranked, &row, fed);
+                emit_final(out, &key, &row);
             }
             Table::Anchors => {
                 let key = AnchorKey::parse(key)?;
@@ -504,12 +589,13 @@ impl Reducer {
                     ..Default::default()
                 };
                 self.sum.add_counters(key.item_key, &delta);
+                let fed = &mut |t, k, v| out.feed(t, k, v);
                 let ranked = RankedAnchorKey {
                     item_key: key.item_key,
                     row: &row,
                 };
-                self.ranked_anchors.add(key.item_key, &ranked, &row, emit);
-                emit_row(emit, &key, &row);
+                self.ranked_anchors.add(key.item_key, &ranked, &row, fed);
+                emit_final(out, &key, &row);
             }
             Table::Urls => {
                 let key = UrlRefKey::parse(key)?;
@@ -517,13 +603,14 @@ impl Reducer {
                 if n <= 0 {
                     return Ok(());
                 }
-                emit_row(emit, &key, &Count(n));
+                emit_final(out, &key, &Count(n));
                 let delta = Counters {
                     indexed_urls: 1,
                     ..Default::default()
                 };
                 for item_key in item_keys_of_url(&self.hasher, key.0) {
-                    emit_row(emit, &CountersKey(&item_key), &delta);
+                    let (t, k, v) = row(&CountersKey(&item_key), &delta);
+                    out.feed(t, k, v);
                 }
             }
             Table::Timeline => {
@@ -533,7 +620,7 @@ impl Reducer {
                     acc.fold(&key.decode_value(v)?);
                 }
                 if acc.found != 0 || acc.lost != 0 {
-                    emit_row(emit, &key, &acc);
+                    emit_final(out, &key, &acc);
                 }
             }
             Table::Counters => {
@@ -542,11 +629,17 @@ impl Reducer {
                 while let Some(v) = values.next_value() {
                     accumulate(&mut acc, &key.decode_value(v)?);
                 }
-                emit_row(emit, &key, &acc);
+                emit_final(out, &key, &acc);
             }
         }
         Ok(())
     }
+}
+
+/// Emits a final row of a typed key and value.
+fn emit_final<K: BuiltKey>(out: &mut dyn ReduceOut, key: &K, value: &K::Value) {
+    let (table, key, value) = row(key, value);
+    out.row(table, key, value);
 }
 
 /// The sum of a group's counts.

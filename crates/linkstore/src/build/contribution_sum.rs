@@ -9,7 +9,9 @@
 //!
 //! Every view row is a sum (counts), a minimum or a maximum of its contributions, so a
 //! partial sum is itself a valid contribution: flushing early (at the memory bound) only
-//! leaves more rows for the reduction to fold.
+//! leaves more rows for the reduction to fold. A sum that never flushed early holds an
+//! item's contributions whole, and its final rows can be worked out in memory
+//! (`item_rows`).
 
 use super::{emit_row, Emit};
 use crate::aggregate::{accumulate, AnchorText, Counters, RefDomain, TimelineDelta};
@@ -33,14 +35,14 @@ const MEMBER_OVERHEAD: usize = 64;
 
 /// The summed rows of one item.
 #[derive(Default)]
-struct ItemSum {
-    key: Vec<u8>,
-    counters: Option<Counters>,
-    distinct: HashMap<(DistinctKind, String), i64>,
-    ref_domains: HashMap<String, RefDomain>,
-    anchors: HashMap<String, AnchorText>,
+pub(super) struct ItemSum {
+    pub(super) key: Vec<u8>,
+    pub(super) counters: Option<Counters>,
+    pub(super) distinct: HashMap<(DistinctKind, String), i64>,
+    pub(super) ref_domains: HashMap<String, RefDomain>,
+    pub(super) anchors: HashMap<String, AnchorText>,
     /// Few days per item: a build's links were mostly found on a few crawl days.
-    timeline: Vec<(u32, TimelineDelta)>,
+    pub(super) timeline: Vec<(u32, TimelineDelta)>,
 }
 
 impl ItemSum {
@@ -74,6 +76,11 @@ impl ItemSum {
         for (day, delta) in self.timeline.drain(..) {
             emit_row(emit, &TimelineKey { item_key, day }, &delta);
         }
+        self.shrink();
+    }
+
+    /// Lets go of the room a hot item's maps grew to (call once they are drained).
+    pub(super) fn shrink(&mut self) {
         shrink_after_hot_item(&mut self.distinct);
         shrink_after_hot_item(&mut self.ref_domains);
         shrink_after_hot_item(&mut self.anchors);
@@ -118,6 +125,8 @@ pub(crate) struct ContributionSum {
     live: usize,
     bytes: usize,
     budget: usize,
+    /// The budget made the sum flush since the last [`ContributionSum::take_whole`].
+    flushed_early: bool,
 }
 
 impl Default for ContributionSum {
@@ -127,13 +136,21 @@ impl Default for ContributionSum {
 }
 
 impl ContributionSum {
-    fn with_budget(budget: usize) -> ContributionSum {
+    /// A sum that flushes when its members take about `budget` bytes.
+    pub(crate) fn with_budget(budget: usize) -> ContributionSum {
         ContributionSum {
             items: Vec::new(),
             live: 0,
             bytes: 0,
             budget,
+            flushed_early: false,
         }
+    }
+
+    /// Whether the sums held are whole (never flushed early since the last call), and
+    /// a fresh start for the next items.
+    pub(crate) fn take_whole(&mut self) -> bool {
+        !std::mem::take(&mut self.flushed_early)
     }
 
     /// Adds one contribution. Rows that are not sums (backlinks, expiry) are emitted at
@@ -196,8 +213,31 @@ impl ContributionSum {
             }
         }
         if self.bytes >= self.budget {
-            self.flush(emit);
+            self.flush_early(emit);
         }
+    }
+
+    /// Adds `n` references to a distinct member of an item.
+    pub(crate) fn add_distinct(
+        &mut self,
+        item_key: &[u8],
+        kind: DistinctKind,
+        member: &str,
+        n: i64,
+        emit: &mut Emit<'_>,
+    ) {
+        let rows = &mut self.item(item_key).distinct;
+        if fold_member(rows, (kind, member.to_string()), n, |c, s| *c += s) {
+            self.bytes += member.len() + MEMBER_OVERHEAD;
+            if self.bytes >= self.budget {
+                self.flush_early(emit);
+            }
+        }
+    }
+
+    fn flush_early(&mut self, emit: &mut Emit<'_>) {
+        self.flushed_early = true;
+        self.flush(emit);
     }
 
     /// Adds a delta of an item's counters.
@@ -228,7 +268,7 @@ impl ContributionSum {
                 anchors.insert(text.to_string(), share);
                 self.bytes += text.len() + MEMBER_OVERHEAD;
                 if self.bytes >= self.budget {
-                    self.flush(emit);
+                    self.flush_early(emit);
                 }
             }
         }
@@ -238,6 +278,18 @@ impl ContributionSum {
     pub(crate) fn flush(&mut self, emit: &mut Emit<'_>) {
         for sum in &mut self.items[..self.live] {
             sum.emit(emit);
+        }
+        self.live = 0;
+        self.bytes = 0;
+    }
+
+    /// Hands every item's sums to `f` (which drains them) and starts over.
+    pub(crate) fn drain_items(&mut self, f: &mut dyn FnMut(&mut ItemSum)) {
+        for sum in &mut self.items[..self.live] {
+            f(sum);
+            sum.counters = None;
+            sum.timeline.clear();
+            sum.shrink();
         }
         self.live = 0;
         self.bytes = 0;
@@ -268,7 +320,7 @@ impl ContributionSum {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::build::{Reducer, Table, Values};
+    use crate::build::{ReduceOut, Reducer, Table, Values};
     use crate::item::Item;
     use crate::keys::ItemHasher;
     use std::collections::BTreeMap;
@@ -353,19 +405,23 @@ mod tests {
                 }
             }
             sum.flush(&mut emit);
-            let mut reducer = Reducer::new(64);
-            let mut rows = BTreeMap::new();
+            // A later stage's reduction: final rows kept, fed ones left out.
+            struct Final(BTreeMap<(Table, Vec<u8>), Vec<u8>>);
+            impl ReduceOut for Final {
+                fn row(&mut self, table: Table, key: Vec<u8>, value: Vec<u8>) {
+                    self.0.insert((table, key), value);
+                }
+                fn feed(&mut self, _: Table, _: Vec<u8>, _: Vec<u8>) {}
+                fn cut(&mut self) {}
+            }
+            let mut reducer = Reducer::new(64, BUDGET);
+            reducer.start_stage(Table::Distinct.stage());
+            let mut rows = Final(BTreeMap::new());
             for ((table, key), values) in groups {
                 let mut values = GroupValues(values.into_iter(), Vec::new());
-                reducer
-                    .reduce(table, &key, &mut values, &mut |t, k, v| {
-                        if t == table {
-                            rows.insert((t, k), v);
-                        }
-                    })
-                    .unwrap();
+                reducer.reduce(table, &key, &mut values, &mut rows).unwrap();
             }
-            (rows, emitted)
+            (rows.0, emitted)
         };
         let (small, small_emitted) = folded(256);
         let (large, large_emitted) = folded(BUDGET);

@@ -1,0 +1,153 @@
+//! The final view rows of an item whose contributions are summed whole in memory.
+//!
+//! A bulk build reduces a target item's backlinks one after another, and with them (same
+//! partition hash) the distinct members its pages contributed. When all of that fits the
+//! sum's budget, the item's `distinct`, `refdomains`, `anchors` and `timeline` rows, their
+//! ranked copies, and what they feed in counters are worked out here at once: no later
+//! stage sorts and folds them row by row. An item that overflows the budget takes the
+//! general path (its partial sums are sorted and reduced stage by stage by
+//! [`Reducer`](super::Reducer)), which gives the same rows; the bulk-equals-incremental
+//! test builds both ways.
+
+use super::contribution_sum::ItemSum;
+use super::Table;
+use crate::aggregate::{accumulate, has_ranked_copies, AnchorText, Counters};
+use crate::keys::{DistinctKind, ItemHasher};
+use crate::table::{
+    row, AnchorKey, Count, CountersKey, DistinctKey, RankedAnchorKey, RankedRefDomainKey,
+    RefDomainKey, TableKey, TimelineKey,
+};
+use crate::views::{
+    anchor_of_member, distinct_feed, out_domain_counters, ref_domain_counters, subnet_of_member,
+    DistinctFeed,
+};
+
+/// A row as the reducer hands it on: `(table, key, value)`.
+pub(super) type Row = (Table, Vec<u8>, Vec<u8>);
+
+/// Adds the final rows of one item's whole sum to `rows` (in no particular order), and
+/// gives `fed` the counters rows: the item's own, and those of referring root domains
+/// that gain an out-domain. Drains the sum.
+pub(super) fn item_rows(
+    sum: &mut ItemSum,
+    hasher: &ItemHasher,
+    rows: &mut Vec<Row>,
+    fed: &mut dyn FnMut(Row),
+) {
+    let item_key = sum.key.as_slice();
+    let mut counters = sum.counters.take();
+    let mut count = |delta: &Counters| match &mut counters {
+        Some(acc) => accumulate(acc, delta),
+        None => counters = Some(*delta),
+    };
+
+    // Distinct members in key order, so that one subnet's addresses come together and it
+    // is counted at its first.
+    let mut members: Vec<(Vec<u8>, DistinctKind, String, i64)> = sum
+        .distinct
+        .drain()
+        .filter(|(_, n)| *n > 0)
+        .map(|((kind, member), n)| {
+            let key = DistinctKey {
+                item_key,
+                kind,
+                member: &member,
+            };
+            (key.encode(), kind, member, n)
+        })
+        .collect();
+    members.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    let mut last_subnet: Option<&str> = None;
+    for (key, kind, member, n) in &members {
+        rows.push((Table::Distinct, key.clone(), Count(*n).encode()));
+        if *kind == DistinctKind::RefIp {
+            let subnet = subnet_of_member(member);
+            if last_subnet != Some(subnet) {
+                last_subnet = Some(subnet);
+                count(&Counters {
+                    ref_subnets: 1,
+                    ..Default::default()
+                });
+            }
+        }
+        match distinct_feed(*kind, 1) {
+            DistinctFeed::Counters(delta) => count(&delta),
+            DistinctFeed::Nothing => {}
+            DistinctFeed::AnchorRefDomains => {
+                let text = anchor_of_member(member);
+                let share = AnchorText {
+                    ref_domains: 1,
+                    ..Default::default()
+                };
+                match sum.anchors.get_mut(text) {
+                    Some(row) => row.fold(&share),
+                    None => {
+                        sum.anchors.insert(text.to_string(), share);
+                    }
+                }
+            }
+        }
+    }
+
+    let ref_domains: Vec<_> = sum
+        .ref_domains
+        .drain()
+        .filter(|(_, row)| row.links > 0)
+        .collect();
+    let ranked = has_ranked_copies(ref_domains.len() as i64);
+    for (domain, mut value) in ref_domains {
+        let live = i64::from(value.live_links() > 0);
+        count(&ref_domain_counters(&domain, 1, live));
+        if let Some((source, delta)) = out_domain_counters(item_key, &domain, live, hasher) {
+            fed(row(&CountersKey(&source), &delta));
+        }
+        value.domain = domain;
+        if ranked {
+            let key = RankedRefDomainKey {
+                item_key,
+                row: &value,
+            };
+            rows.push(row(&key, &value));
+        }
+        let key = RefDomainKey {
+            item_key,
+            domain: &value.domain,
+        };
+        rows.push(row(&key, &value));
+    }
+
+    let anchors: Vec<_> = sum
+        .anchors
+        .drain()
+        .filter(|(_, row)| row.links > 0)
+        .collect();
+    let ranked = has_ranked_copies(anchors.len() as i64);
+    for (text, mut value) in anchors {
+        count(&Counters {
+            anchor_texts: 1,
+            ..Default::default()
+        });
+        value.text = text;
+        if ranked {
+            let key = RankedAnchorKey {
+                item_key,
+                row: &value,
+            };
+            rows.push(row(&key, &value));
+        }
+        let key = AnchorKey {
+            item_key,
+            text: &value.text,
+        };
+        rows.push(row(&key, &value));
+    }
+
+    for (day, delta) in sum.timeline.drain(..) {
+        if delta.found != 0 || delta.lost != 0 {
+            rows.push(row(&TimelineKey { item_key, day }, &delta));
+        }
+    }
+    if let Some(delta) = counters {
+        fed(row(&CountersKey(item_key), &delta));
+    }
+}
