@@ -695,8 +695,11 @@ fn reduce_counters(sorter: Sorter, bits: u8, files: &mut Files, progress: &Count
     reducer.start_stage(Table::Counters.stage());
     let mut groups = sorter.into_groups(<[u8]>::len)?;
     let mut key = Vec::new();
-    let mut out = CountersOut {
+    let mut give = |_: Row| unreachable!("counters feed no other table");
+    let mut out = StageOut {
         files,
+        sorters: &mut Vec::new(),
+        give: &mut give,
         failed: None,
     };
     while let Some(table) = groups.next_group(&mut key)? {
@@ -709,24 +712,4 @@ fn reduce_counters(sorter: Sorter, bits: u8, files: &mut Files, progress: &Count
     }
     reducer.finish(&mut out);
     out.failed.map_or(Ok(()), Err)
-}
-
-/// Where the counters' reduction goes: its final rows, nothing else.
-struct CountersOut<'a> {
-    files: &'a mut Files,
-    failed: Option<Error>,
-}
-
-impl ReduceOut for CountersOut<'_> {
-    fn row(&mut self, table: Table, key: Vec<u8>, value: Vec<u8>) {
-        if let Err(e) = self.files.put(table, &key, &value) {
-            self.failed.get_or_insert(e);
-        }
-    }
-
-    fn feed(&mut self, _: Table, _: Vec<u8>, _: Vec<u8>) {
-        unreachable!("counters feed no other table")
-    }
-
-    fn cut(&mut self) {}
 }

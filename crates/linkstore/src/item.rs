@@ -131,8 +131,17 @@ impl Item {
 
 /// Host of a normalised URL (`scheme://host[:port]/...`), without port.
 pub fn host_of(url: &str) -> &str {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    // Byte scans: every write works out the hosts of each link's two ends several times.
+    let bytes = url.as_bytes();
+    let start = bytes
+        .windows(3)
+        .position(|w| w == b"://")
+        .map_or(0, |i| i + 3);
+    let rest = &url[start..];
+    let end = rest
+        .bytes()
+        .position(|b| matches!(b, b'/' | b'?' | b'#'))
+        .unwrap_or(rest.len());
     let authority = &rest[..end];
     let authority = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
     if authority.starts_with('[') {
@@ -144,10 +153,57 @@ pub fn host_of(url: &str) -> &str {
 /// Registered domain of a host by the Public Suffix List; IP addresses are their own
 /// domain. Hosts that are only a public suffix have none.
 pub fn root_domain(host: &str) -> Option<&str> {
+    RootDomains::with(|cache| cache.lookup(host))
+}
+
+fn root_domain_uncached(host: &str) -> Option<&str> {
     if host.starts_with('[') || host.parse::<std::net::Ipv4Addr>().is_ok() {
         return Some(host);
     }
     psl::domain_str(host)
+}
+
+/// A host and where its registered domain lies in it (`None`: it has none).
+type CachedHost = (Box<str>, Option<(usize, usize)>);
+
+/// The registered domains of recently seen hosts, per thread: a write looks up the same
+/// few hosts (a page's, its targets') many times per link, and the list lookup is the
+/// costly part. Direct-mapped and of fixed size, so hostile hosts only evict each other.
+struct RootDomains {
+    slots: Vec<Option<CachedHost>>,
+    hasher: foldhash::fast::FixedState,
+}
+
+impl RootDomains {
+    const SLOTS: usize = 4096;
+
+    fn with<R>(f: impl FnOnce(&mut RootDomains) -> R) -> R {
+        thread_local! {
+            static CACHE: std::cell::RefCell<RootDomains> = std::cell::RefCell::new(RootDomains {
+                slots: vec![None; RootDomains::SLOTS],
+                hasher: foldhash::fast::FixedState::default(),
+            });
+        }
+        CACHE.with(|c| f(&mut c.borrow_mut()))
+    }
+
+    fn lookup<'h>(&mut self, host: &'h str) -> Option<&'h str> {
+        use std::hash::BuildHasher;
+        let slot = &mut self.slots[self.hasher.hash_one(host) as usize % Self::SLOTS];
+        let span = match slot {
+            Some((cached, span)) if **cached == *host => *span,
+            _ => {
+                // The registered domain is a slice of the host.
+                let span = root_domain_uncached(host).map(|d| {
+                    let start = d.as_ptr() as usize - host.as_ptr() as usize;
+                    (start, start + d.len())
+                });
+                *slot = Some((host.into(), span));
+                span
+            }
+        };
+        span.map(|(start, end)| &host[start..end])
+    }
 }
 
 /// Lowercases and IDNA-encodes a bare host name.
@@ -186,6 +242,45 @@ pub fn normalize_url(raw: &str, base: Option<&Url>) -> std::result::Result<Strin
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cached_root_domains_are_the_list_s_answers() {
+        let mut hosts: Vec<String> = [
+            "www.example.co.uk",
+            "example.com",
+            "example.com.",
+            "co.uk",
+            "com",
+            "192.168.0.1",
+            "[2001:db8::1]",
+            "a.b.c.d.example.org",
+            "",
+        ]
+        .iter()
+        .map(|h| h.to_string())
+        .collect();
+        // More hosts than the cache has slots: they evict each other.
+        hosts.extend((0..3 * RootDomains::SLOTS).map(|i| format!("h{i}.site{}.com", i % 97)));
+        for _ in 0..2 {
+            for h in &hosts {
+                assert_eq!(root_domain(h), root_domain_uncached(h), "{h}");
+            }
+        }
+    }
+
+    #[test]
+    fn hosts_of_urls() {
+        for (url, host) in [
+            ("https://www.example.com/a?b#c", "www.example.com"),
+            ("http://example.com", "example.com"),
+            ("http://example.com?x", "example.com"),
+            ("http://user:pw@example.com:8080/", "example.com"),
+            ("http://[2001:db8::1]:80/x", "[2001:db8::1]"),
+            ("example.com/x", "example.com"),
+        ] {
+            assert_eq!(host_of(url), host, "{url}");
+        }
+    }
 
     #[test]
     fn items_are_recognised_at_three_levels() {

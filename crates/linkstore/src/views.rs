@@ -85,7 +85,8 @@ pub(crate) fn link_contributions(
     generation: u8,
     out: &mut Vec<Contribution>,
 ) {
-    let source_domain = domain_of_url(&rec.source_url);
+    let source_levels = Item::levels_of_url(&rec.source_url);
+    let source_domain = source_levels[2].name.as_str();
     let target_domain = domain_of_url(&rec.target_url);
     let index_key = hasher.item_key(&Item::index());
 
@@ -97,8 +98,8 @@ pub(crate) fn link_contributions(
             sign,
         });
     } else {
-        for item in Item::levels_of_url(&rec.source_url) {
-            let item_key = hasher.item_key(&item);
+        for item in &source_levels {
+            let item_key = hasher.item_key(item);
             let mut delta = Counters::default();
             if rec.is_internal() {
                 delta.out_links_internal = sign;
@@ -133,13 +134,13 @@ pub(crate) fn link_contributions(
             out.push(Contribution::Distinct {
                 item_key: index_key.clone(),
                 kind: DistinctKind::IpDomain,
-                member: format!("{ip}\u{1}{source_domain}"),
+                member: pair_member(&ip, source_domain),
                 sign,
             });
             out.push(Contribution::Distinct {
                 item_key: index_key.clone(),
                 kind: DistinctKind::DomainIp,
-                member: format!("{source_domain}\u{1}{ip}"),
+                member: pair_member(source_domain, &ip),
                 sign,
             });
         }
@@ -150,7 +151,7 @@ pub(crate) fn link_contributions(
 
     out.push(Contribution::Counters {
         item_key: index_key,
-        delta: backlink_counters(rec, sign),
+        delta: backlink_counters(rec, source_domain, sign),
     });
     let link = link_key(&rec.source_url, &rec.target_url);
     let encoded = (sign > 0).then(|| EncodedRecord::of(rec));
@@ -167,9 +168,10 @@ pub(crate) fn link_contributions(
     }
 }
 
-/// What one backlink adds to (or, `sign` -1, takes from) a target item's counters.
-fn backlink_counters(rec: &LinkRecord, sign: i64) -> Counters {
-    let (edu, gov) = edu_gov(domain_of_url(&rec.source_url));
+/// What one backlink adds to (or, `sign` -1, takes from) a target item's counters
+/// (`source_domain`: its source's root domain).
+fn backlink_counters(rec: &LinkRecord, source_domain: &str, sign: i64) -> Counters {
+    let (edu, gov) = edu_gov(source_domain);
     let mut delta = Counters {
         ext_backlinks: sign,
         deleted_links: sign * i64::from(rec.is_deleted()),
@@ -202,11 +204,11 @@ pub(crate) fn target_contributions(
     out: &mut Vec<Contribution>,
 ) {
     let source_domain = domain_of_url(&rec.source_url);
-    let delta = backlink_counters(rec, sign);
+    let delta = backlink_counters(rec, source_domain, sign);
     // Anchor views hold the lower-cased text (Majestic's GetAnchorText form), so case
     // variants share one row and their referring domains are counted exactly.
     let anchor = rec.anchor_text.to_lowercase();
-    let anchor_domain = format!("{anchor}\u{1}{source_domain}");
+    let anchor_domain = pair_member(&anchor, source_domain);
     let ip = rec.source_ip.map(ip_member);
     for item in items {
         let item_key = hasher.item_key(&item);
@@ -289,12 +291,38 @@ pub(crate) fn distinct_feed(kind: DistinctKind, moved: i64) -> DistinctFeed {
     DistinctFeed::Counters(c)
 }
 
+/// A member made of two parts, `a \x01 b` (domains never hold `\x01`).
+fn pair_member(a: &str, b: &str) -> String {
+    let mut m = String::with_capacity(a.len() + 1 + b.len());
+    m.push_str(a);
+    m.push('\u{1}');
+    m.push_str(b);
+    m
+}
+
 /// An address as `RefIp`, `IpDomain` and `DomainIp` members spell it: IPv4 dotted, IPv6
 /// as eight groups of four hex digits, so that an address's /24 or /48 is a text prefix
 /// ([`subnet_of_member`]) and one subnet's members sort together.
 pub fn ip_member(ip: IpAddr) -> String {
     match ip.to_canonical() {
-        IpAddr::V4(a) => a.to_string(),
+        IpAddr::V4(a) => {
+            // Written digit by digit: the formatting machinery costs more than the rest
+            // of a link's contributions to the address views.
+            let mut m = String::with_capacity(15);
+            for (i, octet) in a.octets().into_iter().enumerate() {
+                if i > 0 {
+                    m.push('.');
+                }
+                if octet >= 100 {
+                    m.push(char::from(b'0' + octet / 100));
+                }
+                if octet >= 10 {
+                    m.push(char::from(b'0' + octet / 10 % 10));
+                }
+                m.push(char::from(b'0' + octet % 10));
+            }
+            m
+        }
         IpAddr::V6(a) => a
             .segments()
             .iter()
@@ -387,4 +415,24 @@ fn edu_gov(domain: &str) -> (bool, bool) {
     let edu = matches!(first, "edu" | "ac") || suffix == "edu";
     let gov = matches!(first, "gov" | "govt" | "gouv" | "gob" | "mil") || suffix == "gov";
     (edu, gov)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::Ipv4Addr;
+
+    #[test]
+    fn ipv4_members_are_dotted_decimal() {
+        for n in (0..=u32::MAX)
+            .step_by(65_521)
+            .chain([0, 1, 10, 99, 100, 255, u32::MAX])
+        {
+            let a = Ipv4Addr::from(n);
+            assert_eq!(ip_member(IpAddr::V4(a)), a.to_string());
+        }
+        // A v4-mapped v6 address is its v4 address.
+        let mapped: IpAddr = "::ffff:192.0.2.7".parse().unwrap();
+        assert_eq!(ip_member(mapped), "192.0.2.7");
+    }
 }
