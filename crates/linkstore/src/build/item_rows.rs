@@ -14,7 +14,7 @@ use super::Table;
 use crate::aggregate::{accumulate, has_ranked_copies, AnchorText, Counters};
 use crate::keys::{DistinctKind, ItemHasher};
 use crate::table::{
-    row, AnchorKey, Count, CountersKey, DistinctKey, RankedAnchorKey, RankedRefDomainKey,
+    row, AnchorKey, BuiltKey, Count, CountersKey, DistinctKey, RankedAnchorKey, RankedRefDomainKey,
     RefDomainKey, TableKey, TimelineKey,
 };
 use crate::views::{
@@ -102,18 +102,15 @@ pub(super) fn item_rows(
             fed(row(&CountersKey(&source), &delta));
         }
         value.domain = domain;
-        if ranked {
-            let key = RankedRefDomainKey {
-                item_key,
-                row: &value,
-            };
-            rows.push(row(&key, &value));
-        }
+        let copy = ranked.then_some(RankedRefDomainKey {
+            item_key,
+            row: &value,
+        });
         let key = RefDomainKey {
             item_key,
             domain: &value.domain,
         };
-        rows.push(row(&key, &value));
+        push_member(rows, &key, copy.as_ref(), &value);
     }
 
     let anchors: Vec<_> = sum
@@ -128,18 +125,15 @@ pub(super) fn item_rows(
             ..Default::default()
         });
         value.text = text;
-        if ranked {
-            let key = RankedAnchorKey {
-                item_key,
-                row: &value,
-            };
-            rows.push(row(&key, &value));
-        }
+        let copy = ranked.then_some(RankedAnchorKey {
+            item_key,
+            row: &value,
+        });
         let key = AnchorKey {
             item_key,
             text: &value.text,
         };
-        rows.push(row(&key, &value));
+        push_member(rows, &key, copy.as_ref(), &value);
     }
 
     for (day, delta) in sum.timeline.drain(..) {
@@ -150,4 +144,17 @@ pub(super) fn item_rows(
     if let Some(delta) = counters {
         fed(row(&CountersKey(item_key), &delta));
     }
+}
+
+/// A referring-domain or anchor row, and its ranked copy when the item keeps them.
+fn push_member<K: BuiltKey, R: BuiltKey<Value = K::Value>>(
+    rows: &mut Vec<Row>,
+    key: &K,
+    ranked: Option<&R>,
+    value: &K::Value,
+) {
+    if let Some(copy) = ranked {
+        rows.push(row(copy, value));
+    }
+    rows.push(row(key, value));
 }
