@@ -413,11 +413,11 @@ impl Reducer {
     /// Emits what the last groups' contributions still hold: call after the last group of
     /// a sorter, before its fed rows are sorted.
     pub fn finish(&mut self, out: &mut dyn ReduceOut) {
-        let summing = self.summing.take();
+        let items = matches!(self.summing.take(), Some(Summing::Items(_)));
         let whole = self.sum.take_whole();
-        if !matches!(summing, Some(Summing::Items(_))) || !whole {
+        if !(items && whole) {
             self.sum.flush(&mut |t, k, v| out.feed(t, k, v));
-            if summing.is_some() && !whole {
+            if items {
                 // The items' rows come from later stages, between this stage's files.
                 out.cut();
             }

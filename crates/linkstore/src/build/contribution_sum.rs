@@ -283,12 +283,11 @@ impl ContributionSum {
         self.bytes = 0;
     }
 
-    /// Hands every item's sums to `f` (which drains them) and starts over.
+    /// Hands every item's sums to `f`, which must drain them (as [`ItemSum::emit`]
+    /// does: a sum is reused for the next items), and starts over.
     pub(crate) fn drain_items(&mut self, f: &mut dyn FnMut(&mut ItemSum)) {
         for sum in &mut self.items[..self.live] {
             f(sum);
-            sum.counters = None;
-            sum.timeline.clear();
             sum.shrink();
         }
         self.live = 0;

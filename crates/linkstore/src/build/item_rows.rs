@@ -58,8 +58,8 @@ pub(super) fn item_rows(
         .collect();
     members.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     let mut last_subnet: Option<&str> = None;
-    for (key, kind, member, n) in &members {
-        rows.push((Table::Distinct, key.clone(), Count(*n).encode()));
+    for (key, kind, member, n) in &mut members {
+        rows.push((Table::Distinct, std::mem::take(key), Count(*n).encode()));
         if *kind == DistinctKind::RefIp {
             let subnet = subnet_of_member(member);
             if last_subnet != Some(subnet) {
