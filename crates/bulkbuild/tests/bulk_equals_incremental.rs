@@ -45,6 +45,21 @@ fn web(dir: &Path, pages: usize) -> Vec<PathBuf> {
 }
 
 fn incremental(dir: &Path, files: &[PathBuf], hash_bits: u8) -> Rows {
+    incremental_in_batches(dir, files, hash_bits, IngestOptions::default().batch_pages)
+}
+
+/// Commits every `batch_pages` crawls: with small batches, most rows a batch reads are
+/// still being written by the batch before.
+fn incremental_in_batches(
+    dir: &Path,
+    files: &[PathBuf],
+    hash_bits: u8,
+    batch_pages: usize,
+) -> Rows {
+    let options = IngestOptions {
+        batch_pages,
+        ..Default::default()
+    };
     let store = Store::open(
         dir,
         &StoreOptions {
@@ -54,7 +69,7 @@ fn incremental(dir: &Path, files: &[PathBuf], hash_bits: u8) -> Rows {
     )
     .unwrap();
     for f in files {
-        ingest_file(&store, f, &IngestOptions::default(), &mut |_| {}).unwrap();
+        ingest_file(&store, f, &options, &mut |_| {}).unwrap();
     }
     rows(&store)
 }
@@ -116,6 +131,12 @@ fn bulk_and_incremental_stores_are_equal_row_for_row() {
     let files = web(tmp.path(), 2_000);
     let expected = incremental(&tmp.path().join("inc"), &files, 64);
     assert_some_ranked(&expected);
+    let small_batches = incremental_in_batches(&tmp.path().join("inc-37"), &files, 64, 37);
+    assert_same(
+        &expected,
+        &small_batches,
+        "incremental, 37 crawls per batch",
+    );
     let mut reversed = files.clone();
     reversed.reverse();
     for (order, files) in [("time order", &files), ("reversed", &reversed)] {

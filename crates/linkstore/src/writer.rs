@@ -212,6 +212,11 @@ struct BatchRows {
     /// By item key and day.
     timeline: HashMap<(Vec<u8>, u32), TimelineDelta>,
     refdomains: HashMap<Vec<u8>, Tracked<RefDomain>>,
+    /// Latest "last seen" days of referring-domain rows that only links seen again
+    /// touched, by row key, with the item key's length: such a row is not read while
+    /// crawls apply but when the batch is written ([`write_seen_days`]). A row is never
+    /// both here and in `refdomains`: loading it folds its day in.
+    seen_days: HashMap<Vec<u8>, (usize, u32)>,
     anchors: HashMap<Vec<u8>, Tracked<AnchorText>>,
     /// By encoded `distinct` key.
     distinct: HashMap<Vec<u8>, i64>,
@@ -418,8 +423,7 @@ impl<'a> Writer<'a> {
         let index_key = self.store.hasher.item_key(&Item::index());
         self.add_counters(index_key, &delta);
         let source_domain = domain_of_url(&rec.source_url);
-        // In line with other contributions: a backlink row's writes keep their order, and
-        // the referring-domain row is read with the others.
+        // In line with other contributions: a backlink row's writes keep their order.
         for item in Item::levels_of_url(&rec.target_url) {
             let key = BacklinkKey {
                 generation: self.generation,
@@ -432,15 +436,10 @@ impl<'a> Writer<'a> {
                 record: Some(encoded.clone()),
             });
             let item_key = self.store.hasher.item_key(&item);
-            // Links and dates unchanged but the last seen one.
-            self.pending.push(Contribution::RefDomain {
-                item_key: item_key.clone(),
-                domain: source_domain.to_string(),
-                share: RefDomain {
-                    last_seen: rec.last_seen,
-                    ..Default::default()
-                },
-            });
+            // Links and dates unchanged but the last seen one, a maximum: no need to read
+            // the referring-domain row now (a fifth of a re-crawl round's time when it
+            // was read with the others).
+            self.see_refdomain(&item_key, source_domain, rec.last_seen);
             self.add_counters(item_key, &delta);
         }
         self.apply_if_full()
@@ -458,6 +457,22 @@ impl<'a> Writer<'a> {
             &mut self.pending,
         );
         self.apply_if_full()
+    }
+
+    /// Moves the "last seen" day of a referring-domain row up to `day`: in place if the
+    /// batch holds the row, else noted for when the row is loaded or written.
+    fn see_refdomain(&mut self, item_key: &[u8], domain: &str, day: u32) {
+        let key = RefDomain::key(item_key, domain).encode();
+        if let Some(row) = self.rows.refdomains.get_mut(&key) {
+            row.current.last_seen = row.current.last_seen.max(day);
+            return;
+        }
+        let seen = self
+            .rows
+            .seen_days
+            .entry(key)
+            .or_insert((item_key.len(), day));
+        seen.1 = seen.1.max(day);
     }
 
     fn apply_if_full(&mut self) -> Result<()> {
@@ -635,9 +650,18 @@ impl<'a> Writer<'a> {
         self.member_row(item_key, text)
     }
 
-    /// The referring-domain row of `domain` for an item, loaded or started empty.
+    /// The referring-domain row of `domain` for an item, loaded or started empty, with
+    /// the "last seen" days noted for it while it was not loaded.
     fn refdomain_row(&mut self, item_key: &[u8], domain: &str) -> Result<&mut RefDomain> {
-        self.member_row(item_key, domain)
+        let key = RefDomain::key(item_key, domain).encode();
+        let mut day = self.rows.seen_days.remove(&key).map_or(0, |(_, d)| d);
+        // The batch in flight may not be in the store yet; once it is, this is a no-op.
+        if let Some(&(_, d)) = self.in_flight_rows().and_then(|c| c.seen_days.get(&key)) {
+            day = day.max(d);
+        }
+        let row: &mut RefDomain = self.member_row(item_key, domain)?;
+        row.last_seen = row.last_seen.max(day);
+        Ok(row)
     }
 
     /// The row of `member` for an item: as this batch holds it, else as the batch in
@@ -972,6 +996,7 @@ impl BatchRows {
         let stored = self.stored_counters(db)?;
         write_member_rows(&mut batch, &self.refdomains, &self.counters, &stored, db)?;
         write_member_rows(&mut batch, &self.anchors, &self.counters, &stored, db)?;
+        write_seen_days(&mut batch, &self.seen_days, &self.counters, &stored, db)?;
         for (url, &n) in &self.url_refs {
             if n > 0 {
                 batch.put(&UrlRefKey(url), &Count(n));
@@ -1026,8 +1051,13 @@ impl BatchRows {
     /// changes: how many such rows each had before it, which says whether it keeps ranked
     /// copies. Read when the batch before is written, so they are current.
     fn stored_counters(&self, db: &rocksdb::DB) -> Result<HashMap<Vec<u8>, Counters>> {
+        let seen_items = self
+            .seen_days
+            .iter()
+            .map(|(key, &(item_key_len, _))| &key[..item_key_len]);
         let mut items: Vec<&[u8]> = changed_items(&self.refdomains)
             .chain(changed_items(&self.anchors))
+            .chain(seen_items)
             .collect();
         items.sort_unstable();
         items.dedup();
@@ -1297,6 +1327,47 @@ fn write_member_rows<T: MemberRow>(
         let item_key = &key[..t.item_key_len];
         if crossing.get(item_key) == Some(&true) && t.current.is_kept() {
             batch.put(&t.current.ranked_key(item_key), &t.current);
+        }
+    }
+    Ok(())
+}
+
+/// Moves the "last seen" days of referring-domain rows that only links seen again touched
+/// (`seen`; the batch holds none of them), read here in one multi-get: the row and, where
+/// its item keeps ranked copies after the batch ([`write_member_rows`] has written those
+/// of an item that crosses the bound, and deleted them for one that drops below), its
+/// ranked copy, under the same key since its counts did not move.
+fn write_seen_days(
+    batch: &mut SortedBatch,
+    seen: &HashMap<Vec<u8>, (usize, u32)>,
+    deltas: &HashMap<Vec<u8>, Counters>,
+    stored: &HashMap<Vec<u8>, Counters>,
+    db: &rocksdb::DB,
+) -> Result<()> {
+    let mut keys: Vec<(&Vec<u8>, usize, u32)> = seen
+        .iter()
+        .map(|(key, &(item_key_len, day))| (key, item_key_len, day))
+        .collect();
+    keys.sort_unstable();
+    let cf = cf_handle(db, CF_REFDOMAINS);
+    let values = db.batched_multi_get_cf(cf, keys.iter().map(|(key, ..)| key), true);
+    let rows_of = |counters: &HashMap<Vec<u8>, Counters>, item_key: &[u8]| {
+        counters.get(item_key).map_or(0, RefDomain::rows_of)
+    };
+    for ((key, item_key_len, day), value) in keys.into_iter().zip(values) {
+        // A row gone meanwhile has no link left to have been seen.
+        let Some(value) = value? else { continue };
+        let item_key = &key[..item_key_len];
+        let domain = member_of_key(key, item_key_len, 0, CF_REFDOMAINS)?;
+        let typed = RefDomain::key(item_key, domain);
+        let mut row = typed.decode_value(&value)?;
+        if row.last_seen >= day {
+            continue;
+        }
+        row.last_seen = day;
+        batch.put(&typed, &row);
+        if has_ranked_copies(rows_of(stored, item_key) + rows_of(deltas, item_key)) {
+            batch.put(&row.ranked_key(item_key), &row);
         }
     }
     Ok(())
