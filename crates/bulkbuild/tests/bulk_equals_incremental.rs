@@ -48,8 +48,9 @@ fn incremental(dir: &Path, files: &[PathBuf], hash_bits: u8) -> Rows {
     incremental_in_batches(dir, files, hash_bits, IngestOptions::default().batch_pages)
 }
 
-/// Commits every `batch_pages` crawls: with small batches, most rows a batch reads are
-/// still being written by the batch before.
+/// Commits every `batch_pages` crawls: with small batches, many rows a batch reads were
+/// changed by the batch before, which may still be being written (the writer's unit tests
+/// hold a batch in flight on purpose).
 fn incremental_in_batches(
     dir: &Path,
     files: &[PathBuf],

@@ -929,6 +929,12 @@ impl<'a> Writer<'a> {
     /// batch's rows from memory until the write is done (at most one batch is in flight).
     /// [`Writer::commit`], or dropping the writer, waits for it.
     pub fn commit_in_background(&mut self) -> Result<()> {
+        self.commit_after(|| {})
+    }
+
+    /// [`Writer::commit_in_background`], whose write thread first runs `gate`: tests hold
+    /// a batch in flight with it for as long as they need.
+    fn commit_after(&mut self, gate: impl FnOnce() + Send + 'static) -> Result<()> {
         self.apply_pending()?;
         self.wait()?;
         let rows = Arc::new(std::mem::take(&mut self.rows));
@@ -938,7 +944,10 @@ impl<'a> Writer<'a> {
         let (db, written) = (Arc::clone(&self.store.db), Arc::clone(&rows));
         let write = std::thread::Builder::new()
             .name("store-writer".into())
-            .spawn(move || written.write(batch, &db))?;
+            .spawn(move || {
+                gate();
+                written.write(batch, &db)
+            })?;
         self.in_flight = Some(InFlight { rows, write });
         Ok(())
     }
@@ -1426,15 +1435,71 @@ fn url_metrics(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::page::{CrawlOutcome, OutLink};
+
+    const DAY: i64 = 86_400;
+    const T0: i64 = 1_735_689_600; // 2025-01-01
+
+    fn crawl(url: &str, at: i64) -> PageCrawl {
+        PageCrawl {
+            url: url.into(),
+            fetched_at: at,
+            ip: None,
+            outcome: CrawlOutcome::Html {
+                links: vec![OutLink {
+                    target: "http://t.com/".into(),
+                    anchor_text: "t".into(),
+                    ..Default::default()
+                }],
+            },
+        }
+    }
+
+    /// A row loaded while the batch before is still being written takes the "last seen"
+    /// day that batch only noted: the store does not hold it yet, and the loaded row is
+    /// written after it. The write is held until the row is loaded, so this does not
+    /// depend on timing.
+    #[test]
+    fn a_day_noted_by_the_batch_in_flight_reaches_a_row_loaded_meanwhile() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
+        let mut w = store.writer();
+        w.apply(&crawl("http://s.org/a", T0)).unwrap();
+        w.commit().unwrap();
+
+        // Seen again ten days later: the day is only noted.
+        w.apply(&crawl("http://s.org/a", T0 + 10 * DAY)).unwrap();
+        let (open, held) = std::sync::mpsc::channel::<()>();
+        w.commit_after(move || held.recv().unwrap()).unwrap();
+        // A new link from the same domain, crawled earlier than that day, loads the row.
+        w.apply(&crawl("http://s.org/b", T0 + 5 * DAY)).unwrap();
+        w.apply_pending().unwrap();
+        open.send(()).unwrap();
+        w.commit().unwrap();
+        drop(w);
+
+        let view = store.read();
+        for item in ["t.com", "http://t.com/"] {
+            let row = view
+                .ref_domain(&Item::parse(item).unwrap(), "s.org")
+                .unwrap()
+                .unwrap();
+            assert_eq!(row.links, 2, "{item}");
+            assert_eq!(row.last_seen, day_of(T0 + 10 * DAY), "{item}");
+        }
+    }
 
     #[test]
     fn a_batch_orders_by_table_then_whole_key_and_keeps_write_order_within_a_key() {
         let mut b = SortedBatch::default();
-        // Keys tying on their first 8 bytes, shorter than 8 bytes, and a prefix of another
-        // once zero-padded; one key written twice; tables out of order.
-        let writes: [(Table, &[u8]); 8] = [
+        // Keys tying on the 11 bytes the words hold (written in reverse order), shorter
+        // than that, and a prefix of another once zero-padded; one key written twice;
+        // tables out of order.
+        let writes: [(Table, &[u8]); 10] = [
             (Table::Counters, b"item0001b"),
             (Table::Counters, b"item0001a"),
+            (Table::Counters, b"item0001abcz"),
+            (Table::Counters, b"item0001abcy"),
             (Table::Links, b"zz"),
             (Table::Counters, b"ab\0"),
             (Table::Counters, b"ab"),

@@ -1001,3 +1001,128 @@ fn referring_subnets_follow_their_addresses() {
     apply_all(&store, &[crawl("http://f.com/", "2001:db8:1:2::9", later)]);
     assert_eq!(counts(&store), [(4, 2); 2]);
 }
+
+/// A link seen again only notes its referring-domain rows' last seen day; the batch's
+/// write reads and moves them. In a batch that also takes the item above the ranked-copy
+/// bound, the row's plain and ranked copies both carry the new day, whichever crawl
+/// comes first in the batch.
+#[test]
+fn a_seen_again_day_reaches_ranked_copies_made_in_the_same_batch() {
+    let bound = linkstore::RANKED_COPIES_ABOVE as usize;
+    let crawl = |i: usize, at: i64| {
+        html(
+            &format!("http://s{i:03}.org/"),
+            at,
+            vec![link("http://target.com/p0", &format!("a{i}"))],
+        )
+    };
+    let later = T0 + 10 * DAY;
+    for recrawl_first in [true, false] {
+        let (_d, store) = open(64);
+        apply_all(
+            &store,
+            &(0..bound - 4).map(|i| crawl(i, T0)).collect::<Vec<_>>(),
+        );
+        let mut batch: Vec<PageCrawl> = (bound - 4..bound + 6).map(|i| crawl(i, later)).collect();
+        let recrawl = crawl(0, later);
+        if recrawl_first {
+            batch.insert(0, recrawl);
+        } else {
+            batch.push(recrawl);
+        }
+        apply_all(&store, &batch);
+        for item in ["target.com", "http://target.com/p0"] {
+            let item = Item::parse(item).unwrap();
+            let view = store.read();
+            let plain = view.ref_domain(&item, "s000.org").unwrap().unwrap();
+            assert_eq!(plain.last_seen, linkstore::day_of(later), "{item:?}");
+            assert_eq!(plain.first_seen, linkstore::day_of(T0), "{item:?}");
+            let ranked = view.ref_domains(&item, 0, 1_000).unwrap();
+            assert_eq!(ranked.len(), bound + 6);
+            let row = ranked.iter().find(|d| d.domain == "s000.org").unwrap();
+            assert_eq!(row, &plain, "{item:?}, recrawl first: {recrawl_first}");
+            // A domain not crawled again keeps its day.
+            let other = ranked.iter().find(|d| d.domain == "s001.org").unwrap();
+            assert_eq!(other.last_seen, linkstore::day_of(T0));
+        }
+    }
+}
+
+/// Crawls applied in one batch give the store that one batch per crawl gives: a newer
+/// crawl and then an older one of the same page (whose link set the batch holds), a page
+/// seen again, one losing a link, and one crawled for the first time.
+#[test]
+fn one_batch_equals_one_batch_per_crawl() {
+    let crawls = [
+        html(
+            "http://a.com/p",
+            T0,
+            vec![link("http://t.com/", "x"), link("http://u.org/", "u")],
+        ),
+        html("http://b.com/", T0, vec![link("http://t.com/x", "bx")]),
+        html(
+            "http://a.com/p",
+            T0 + 10 * DAY,
+            vec![link("http://t.com/", "x")],
+        ),
+        html(
+            "http://a.com/p",
+            T0 + 5 * DAY,
+            vec![link("http://t.com/", "x"), link("http://t.com/y", "y")],
+        ),
+        html(
+            "http://b.com/",
+            T0 + 3 * DAY,
+            vec![link("http://t.com/x", "bx")],
+        ),
+        html(
+            "http://c.com/",
+            T0 + 7 * DAY,
+            vec![link("http://t.com/x", "cx")],
+        ),
+    ];
+    let (_d1, one) = open(64);
+    apply_all(&one, &crawls);
+    let (_d2, each) = open(64);
+    for c in &crawls {
+        apply_all(&each, std::slice::from_ref(c));
+    }
+    for item in [
+        "t.com",
+        "http://t.com/",
+        "http://t.com/x",
+        "http://t.com/y",
+        "u.org",
+    ] {
+        let parsed = Item::parse(item).unwrap();
+        assert_eq!(
+            all_backlinks(&one, item),
+            all_backlinks(&each, item),
+            "{item}"
+        );
+        let (a, b) = (one.read(), each.read());
+        assert_eq!(
+            a.counters(&parsed).unwrap(),
+            b.counters(&parsed).unwrap(),
+            "{item}"
+        );
+        assert_eq!(
+            a.ref_domains(&parsed, 0, 100).unwrap(),
+            b.ref_domains(&parsed, 0, 100).unwrap(),
+            "{item}"
+        );
+        assert_eq!(
+            a.anchors(&parsed, 0, 100).unwrap(),
+            b.anchors(&parsed, 0, 100).unwrap(),
+            "{item}"
+        );
+    }
+    // The older crawl added its day to the link the newer one saw again, and its own link
+    // only as history, never as live.
+    let rows = all_backlinks(&one, "http://t.com/");
+    assert!(rows[0].history.contains(linkstore::day_of(T0 + 5 * DAY)));
+    assert_eq!(rows[0].last_seen, linkstore::day_of(T0 + 10 * DAY));
+    assert!(all_backlinks(&one, "http://t.com/y")
+        .iter()
+        .all(|r| r.is_deleted()));
+}
