@@ -1283,9 +1283,6 @@ fn write_member_rows<T: MemberRow>(
     stored: &HashMap<Vec<u8>, Counters>,
     db: &rocksdb::DB,
 ) -> Result<()> {
-    let rows_of = |counters: &HashMap<Vec<u8>, Counters>, item_key: &[u8]| {
-        counters.get(item_key).map_or(0, T::rows_of)
-    };
     // Items that cross the bound, and whether upwards.
     let mut crossing: HashMap<&[u8], bool> = HashMap::default();
     for (key, t) in rows {
@@ -1293,8 +1290,7 @@ fn write_member_rows<T: MemberRow>(
             continue;
         }
         let item_key = &key[..t.item_key_len];
-        let before = rows_of(stored, item_key);
-        let after = before + rows_of(deltas, item_key);
+        let (before, after) = member_rows_around::<T>(stored, deltas, item_key);
         let kept = t.current.is_kept();
         let row = T::key(item_key, t.current.member());
         if kept {
@@ -1354,6 +1350,19 @@ fn write_member_rows<T: MemberRow>(
     Ok(())
 }
 
+/// An item's count of `T` rows before the batch (`stored` counters) and after it (plus the
+/// batch's `deltas`): whether it keeps ranked copies of them before and after.
+fn member_rows_around<T: MemberRow>(
+    stored: &HashMap<Vec<u8>, Counters>,
+    deltas: &HashMap<Vec<u8>, Counters>,
+    item_key: &[u8],
+) -> (i64, i64) {
+    let rows_of =
+        |counters: &HashMap<Vec<u8>, Counters>| counters.get(item_key).map_or(0, T::rows_of);
+    let before = rows_of(stored);
+    (before, before + rows_of(deltas))
+}
+
 /// Moves the "last seen" days of referring-domain rows that only links seen again touched
 /// (`seen`; the batch holds none of them), read here in one multi-get: the row and, where
 /// its item keeps ranked copies after the batch ([`write_member_rows`] has written those
@@ -1373,9 +1382,6 @@ fn write_seen_days(
     keys.sort_unstable();
     let cf = cf_handle(db, CF_REFDOMAINS);
     let values = db.batched_multi_get_cf(cf, keys.iter().map(|(key, ..)| key), true);
-    let rows_of = |counters: &HashMap<Vec<u8>, Counters>, item_key: &[u8]| {
-        counters.get(item_key).map_or(0, RefDomain::rows_of)
-    };
     for ((key, item_key_len, day), value) in keys.into_iter().zip(values) {
         // A row gone meanwhile has no link left to have been seen.
         let Some(value) = value? else { continue };
@@ -1388,7 +1394,8 @@ fn write_seen_days(
         }
         row.last_seen = day;
         batch.put(&typed, &row);
-        if has_ranked_copies(rows_of(stored, item_key) + rows_of(deltas, item_key)) {
+        let (_, after) = member_rows_around::<RefDomain>(stored, deltas, item_key);
+        if has_ranked_copies(after) {
             batch.put(&row.ranked_key(item_key), &row);
         }
     }
