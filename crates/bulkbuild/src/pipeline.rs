@@ -136,12 +136,18 @@ impl Files {
         }
     }
 
-    fn put(&mut self, table: Table, key: &[u8], value: &[u8]) -> Result<()> {
-        if let (Some(kept), Table::Backlinks) = (&mut self.kept, table) {
-            kept.put_backlink(key, value)?;
+    /// A `backlinks` row: kept whole for the flow build when rows are kept, else
+    /// written as the store keeps it (the pointer, when there is one).
+    fn put_backlink(&mut self, key: &[u8], record: &[u8], pointer: Option<&[u8]>) -> Result<()> {
+        if let Some(kept) = &mut self.kept {
+            kept.put_backlink(key, record)?;
             self.progress.add(&self.progress.rows_written, 1);
             return Ok(());
         }
+        self.put(Table::Backlinks, key, pointer.unwrap_or(record))
+    }
+
+    fn put(&mut self, table: Table, key: &[u8], value: &[u8]) -> Result<()> {
         if !self.open.contains_key(&table) {
             self.count += 1;
             let path = self.dir.join(format!(
@@ -664,6 +670,13 @@ struct StageOut<'a> {
 impl ReduceOut for StageOut<'_> {
     fn row(&mut self, table: Table, key: Vec<u8>, value: Vec<u8>) {
         if let Err(e) = self.files.put(table, &key, &value) {
+            self.failed.get_or_insert(e);
+        }
+    }
+
+    fn backlink(&mut self, key: Vec<u8>, record: Vec<u8>, pointer: Option<[u8; 9]>) {
+        let pointer = pointer.as_ref().map(|p| p.as_slice());
+        if let Err(e) = self.files.put_backlink(&key, &record, pointer) {
             self.failed.get_or_insert(e);
         }
     }

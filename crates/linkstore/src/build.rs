@@ -28,14 +28,14 @@ use crate::aggregate::{
 };
 use crate::crawl::{crawl_order, crawl_status, newer_crawl, next_state, CrawlOrder, UrlMetrics};
 use crate::error::{Error, Result};
-use crate::item::Item;
+use crate::item::{Item, Level};
 use crate::keys::{url_hash, url_key, DistinctKind, ItemHasher};
 use crate::page::{day_of, PageCrawl, PageState};
 use crate::record::LinkRecord;
 use crate::store::{cf_options, StoreOptions};
 use crate::table::{
-    row, AnchorKey, BacklinkKey, BuiltKey, Count, CountersKey, DistinctKey, Empty, ExpiryPageKey,
-    LinkKey, PageKey, RankedAnchorKey, RankedRefDomainKey, RefDomainKey, TableKey, TimelineKey,
+    pointer_value, row, AnchorKey, BacklinkKey, BuiltKey, Count, CountersKey, DistinctKey, Empty,
+    ExpiryPageKey, LinkKey, PageKey, RankedAnchorKey, RankedRefDomainKey, RefDomainKey, TableKey, TimelineKey,
     UrlRefKey,
 };
 use crate::views::{
@@ -313,6 +313,13 @@ pub trait ReduceOut {
     /// A final row. Each table's final rows come in strictly increasing key order within
     /// a stage, and their files never overlap (see [`ReduceOut::cut`]).
     fn row(&mut self, table: Table, key: Vec<u8>, value: Vec<u8>);
+    /// A final `backlinks` row: its whole `record`, and the `pointer` value a store keeps
+    /// instead when the row is not its target URL's (`docs/format.md`, "`backlinks`").
+    /// Rows kept for a flow build to re-key need the record; the store takes the pointer.
+    fn backlink(&mut self, key: Vec<u8>, record: Vec<u8>, pointer: Option<[u8; 9]>) {
+        let value = pointer.map_or(record, |p| p.to_vec());
+        self.row(Table::Backlinks, key, value);
+    }
     /// A row that a later stage reduces (counters: the counters' own reduction).
     fn feed(&mut self, table: Table, key: Vec<u8>, value: Vec<u8>);
     /// Later-stage tables' final rows resume past a gap that a later stage fills (an
@@ -437,10 +444,18 @@ impl Reducer {
     /// A backlink row's share of its target item's views: the target contributions of
     /// its record for each level of the target URL the key's item hash stands for (two
     /// levels share one row when their hashes are equal, as with forced collisions).
-    fn backlink_views(&mut self, key: &[u8], record: &[u8], emit: &mut Emit<'_>) -> Result<()> {
+    /// Returns the pointer the store keeps in place of the record, unless the row is
+    /// the target URL's.
+    fn backlink_views(
+        &mut self,
+        key: &[u8],
+        record: &[u8],
+        emit: &mut Emit<'_>,
+    ) -> Result<Option<[u8; 9]>> {
         let key = BacklinkKey::parse(key)?;
         let item_hash = key.item_hash;
         let rec = LinkRecord::decode(record)?;
+        let url_item_hash = self.hasher.hash(Level::Url, &rec.target_url);
         let items = Item::levels_of_url(&rec.target_url)
             .into_iter()
             .filter(|item| self.hasher.hash(item.level, &item.name) == item_hash);
@@ -448,7 +463,7 @@ impl Reducer {
         for c in self.contributions.drain(..) {
             self.sum.add(c, emit);
         }
-        Ok(())
+        Ok((item_hash != url_item_hash).then(|| pointer_value(url_item_hash)))
     }
 
     /// What the reducer sums across groups up to `table`'s group of `key`.
@@ -486,8 +501,9 @@ impl Reducer {
                 // One row per key, as below; its record feeds the target's views.
                 if let Some(v) = values.next_value() {
                     let v = v.to_vec();
-                    self.backlink_views(key, &v, &mut |t, k, v| out.feed(t, k, v))?;
-                    out.row(table, key.to_vec(), v);
+                    let pointer =
+                        self.backlink_views(key, &v, &mut |t, k, v| out.feed(t, k, v))?;
+                    out.backlink(key.to_vec(), v, pointer);
                 }
             }
             Table::Links

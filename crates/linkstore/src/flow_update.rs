@@ -13,13 +13,15 @@
 //! into files of its own: their key ranges never overlap.
 
 use crate::build::{Table, TableFileWriter};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::item::Item;
 use crate::item::{host_of, root_domain, Level};
 use crate::metrics::ItemMetrics;
 use crate::record::{FlowPair, FlowSlots, LinkEnd};
 use crate::store::{prefix_successor, Store, CF_BACKLINKS, CF_META, CF_METRICS, CF_TOP_PAGES};
-use crate::table::{put_row, BacklinkKey, MetricsKey, TopPage, TopPageKey};
+use crate::table::{
+    pointer_of, pointer_value, put_row, BacklinkKey, MetricsKey, TopPage, TopPageKey,
+};
 use rocksdb::{WriteBatch, WriteOptions};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -442,25 +444,54 @@ impl<E: Fn(u64, &str) -> LinkEnd> Rekey<'_, E> {
         Ok(())
     }
 
-    /// Copies one row into the next generation with its ends' new flows.
+    /// Copies one row into the next generation with its ends' new flows: a record
+    /// rewritten, or kept as a pointer when the row is not its target URL's.
     fn rekey(&mut self, k: &[u8], v: &[u8]) -> Result<()> {
         let key = BacklinkKey::parse(k)?;
-        let slots = FlowSlots::find(v)?;
         let (source_hash, target_hash) = url_hashes(&key.link);
-        let source = (self.end_of)(source_hash, slots.source_url);
-        let target = (self.end_of)(target_hash, slots.target_url);
+        let (source_trust_flow, value) = match pointer_of(v)? {
+            Some(url_item_hash) => {
+                let source_url = self.source_of_pointer(&key, url_item_hash)?;
+                let source = (self.end_of)(source_hash, &source_url);
+                (source.flow.trust_flow, v.to_vec())
+            }
+            None => {
+                let slots = FlowSlots::find(v)?;
+                let source = (self.end_of)(source_hash, slots.source_url);
+                let url_item_hash = self.store.hasher.hash(Level::Url, slots.target_url);
+                let value = if key.item_hash == url_item_hash {
+                    let target = (self.end_of)(target_hash, slots.target_url);
+                    slots.rewrite(v, &source, &target)
+                } else {
+                    pointer_value(url_item_hash).to_vec()
+                };
+                (source.flow.trust_flow, value)
+            }
+        };
         let key = BacklinkKey {
             generation: self.next,
-            source_trust_flow: source.flow.trust_flow,
+            source_trust_flow,
             ..key
         };
-        self.put(key, slots.rewrite(v, &source, &target))?;
+        self.put(key, value)?;
         self.counted += 1;
         if self.counted == 10_000 {
             self.rows.fetch_add(self.counted, Ordering::Relaxed);
             self.counted = 0;
         }
         Ok(())
+    }
+
+    /// The source URL of a pointer row of the serving generation, from the URL row it
+    /// points to (same generation, SourceTrustFlow and link).
+    fn source_of_pointer(&self, key: &BacklinkKey, url_item_hash: u64) -> Result<String> {
+        let s = self.store;
+        let at_url = key.at_url(url_item_hash).bytes();
+        let record = s
+            .db
+            .get_pinned_cf(s.cf(CF_BACKLINKS), at_url)?
+            .ok_or_else(|| Error::corrupt(CF_BACKLINKS, "a pointer row's URL row is missing"))?;
+        Ok(FlowSlots::find(&record)?.source_url.to_string())
     }
 
     /// Writes what is batched and counts the last rows.

@@ -2,7 +2,7 @@
 
 use crate::aggregate::{AnchorText, Counters, Ranked, RefDomain, TimelineDelta};
 use crate::error::{Error, Result};
-use crate::item::{host_of, root_domain, Item};
+use crate::item::{host_of, root_domain, Item, Level};
 use crate::keys::{generation_item_prefix, member_of_key, top_page_flow, DistinctKind, ItemHasher};
 use crate::metrics::ItemMetrics;
 use crate::page::PageState;
@@ -10,7 +10,9 @@ use crate::record::{FlowPair, LinkRecord};
 use crate::store::{
     cf_handle, prefix_successor, CF_BACKLINKS, CF_DISTINCT, CF_LINKS, CF_TIMELINE, CF_TOP_PAGES,
 };
-use crate::table::{AnchorKey, CountersKey, MetricsKey, PageKey, RefDomainKey, TableKey};
+use crate::table::{
+    pointer_of, AnchorKey, BacklinkKey, CountersKey, MetricsKey, PageKey, RefDomainKey, TableKey,
+};
 use rocksdb::{ColumnFamily, Direction, IteratorMode, ReadOptions, DB};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -180,6 +182,17 @@ pub struct BacklinkPage {
     pub rows: Vec<LinkRecord>,
     pub budget_spent: bool,
 }
+
+/// A backlink row scanned and held back: its record, or the key of the URL row holding
+/// it.
+enum ScannedRow {
+    Record(LinkRecord),
+    AtUrl([u8; 26]),
+}
+
+/// Pointer rows resolved by the first multi-get of a scan, and by any one at most.
+const FIRST_POINTER_CHUNK: usize = 16;
+const MAX_POINTER_CHUNK: usize = 1024;
 
 /// Links found and lost on one day for one item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -396,7 +409,10 @@ impl ReadView {
         Ok(budget_spent)
     }
 
-    /// Visits the item's backlinks in key order until `visit` returns false.
+    /// Visits the item's backlinks in key order until `visit` returns false. A host's or
+    /// root domain's rows point to their target URLs' rows, which are read a chunk at a
+    /// time in one multi-get; chunks grow, so a short read resolves few more rows than
+    /// it returns.
     pub fn scan_backlinks(
         &self,
         item: &Item,
@@ -410,6 +426,10 @@ impl ReadView {
         }
         let mut it = self.db.raw_iterator_cf_opt(self.cf(CF_BACKLINKS), opts);
         it.seek(lower);
+        // Rows read but not visited, in key order: held back behind a pointer not yet
+        // resolved.
+        let mut held: Vec<ScannedRow> = Vec::new();
+        let mut chunk = FIRST_POINTER_CHUNK;
         while it.valid() {
             let (Some(key), Some(value)) = (it.key(), it.value()) else {
                 break;
@@ -417,14 +437,73 @@ impl ReadView {
             if !key.starts_with(&lower) {
                 break;
             }
-            let rec = LinkRecord::decode(value)?;
-            if item.contains_url(&rec.target_url) && !visit(rec) {
-                return Ok(());
+            match pointer_of(value)? {
+                None if held.is_empty() => {
+                    let rec = LinkRecord::decode(value)?;
+                    if item.contains_url(&rec.target_url) && !visit(rec) {
+                        return Ok(());
+                    }
+                }
+                None => held.push(ScannedRow::Record(LinkRecord::decode(value)?)),
+                // A URL's own rows hold their records: a pointer under its hash is a
+                // colliding host's or root domain's.
+                Some(_) if item.level == Level::Url => {}
+                Some(url_item_hash) => {
+                    let at_url = BacklinkKey::parse(key)?.at_url(url_item_hash).bytes();
+                    held.push(ScannedRow::AtUrl(at_url));
+                }
+            }
+            if held.len() >= chunk {
+                if !self.visit_held(item, &mut held, &mut visit)? {
+                    return Ok(());
+                }
+                chunk = (chunk * 2).min(MAX_POINTER_CHUNK);
             }
             it.next();
         }
         it.status()?;
+        self.visit_held(item, &mut held, &mut visit)?;
         Ok(())
+    }
+
+    /// Resolves the held pointers in one multi-get and visits the held rows in order;
+    /// false when `visit` ended the scan.
+    fn visit_held(
+        &self,
+        item: &Item,
+        held: &mut Vec<ScannedRow>,
+        visit: &mut impl FnMut(LinkRecord) -> bool,
+    ) -> Result<bool> {
+        let keys: Vec<&[u8]> = held
+            .iter()
+            .filter_map(|row| match row {
+                ScannedRow::AtUrl(key) => Some(key.as_slice()),
+                ScannedRow::Record(_) => None,
+            })
+            .collect();
+        let cf = self.cf(CF_BACKLINKS);
+        let mut records = self
+            .db
+            .batched_multi_get_cf_opt(cf, keys, false, &self.opts())
+            .into_iter();
+        for row in held.drain(..) {
+            let rec = match row {
+                ScannedRow::Record(rec) => rec,
+                ScannedRow::AtUrl(_) => match records.next().transpose()?.flatten() {
+                    Some(value) => LinkRecord::decode(&value)?,
+                    None => {
+                        return Err(Error::corrupt(
+                            CF_BACKLINKS,
+                            "a pointer row's URL row is missing",
+                        ))
+                    }
+                },
+            };
+            if item.contains_url(&rec.target_url) && !visit(rec) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
     /// A site's (subdomain's or root domain's) pages by Trust Flow, then Citation Flow, as

@@ -16,7 +16,7 @@ use crate::keys::{self, DistinctKind};
 use crate::metrics::ItemMetrics;
 use crate::page::PageState;
 use crate::record::{FlowPair, LinkRecord};
-use crate::store::{CF_METRICS, CF_TOP_PAGES};
+use crate::store::{CF_BACKLINKS, CF_METRICS, CF_TOP_PAGES};
 
 /// The key of a row in one column family, which fixes the type of the row's value.
 pub(crate) trait TableKey {
@@ -230,11 +230,81 @@ impl BacklinkKey {
     fn layout(&self) -> Vec<u8> {
         self.bytes().to_vec()
     }
-    fn read_value(&self, bytes: &[u8]) -> Result<EncodedRecord> {
-        Ok(EncodedRecord(bytes.to_vec()))
+    fn read_value(&self, bytes: &[u8]) -> Result<BacklinkRow> {
+        BacklinkRow::decode(bytes)
+    }
+
+    /// The key of this link's row under its target URL, which holds the record a
+    /// pointer row of the same link stands for.
+    pub(crate) fn at_url(&self, url_item_hash: u64) -> BacklinkKey {
+        BacklinkKey {
+            item_hash: url_item_hash,
+            ..*self
+        }
     }
 }
-built_key!(BacklinkKey, Table::Backlinks, EncodedRecord);
+built_key!(BacklinkKey, Table::Backlinks, BacklinkRow);
+
+/// First byte of a pointer row's value; a record's is its version, a small number.
+pub const BACKLINK_POINTER: u8 = 0xB1;
+
+/// What a `backlinks` row holds. The row under the link's target URL holds its whole
+/// record; the rows under the target's host and root domain point to that row, so a
+/// link's record is stored once among its backlink rows. A row whose item hash equals
+/// the target URL's (forced collisions) is that URL row and holds the record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum BacklinkRow {
+    Record(EncodedRecord),
+    /// The target URL's item hash: with this row's generation, SourceTrustFlow and link,
+    /// the key of the URL row ([`BacklinkKey::at_url`]).
+    AtUrl(u64),
+}
+
+impl BacklinkRow {
+    /// The row `key` holds for a link whose target URL's item hash is `url_item_hash`.
+    pub(crate) fn of(key: &BacklinkKey, url_item_hash: u64, record: EncodedRecord) -> BacklinkRow {
+        if key.item_hash == url_item_hash {
+            BacklinkRow::Record(record)
+        } else {
+            BacklinkRow::AtUrl(url_item_hash)
+        }
+    }
+
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        match self {
+            BacklinkRow::Record(record) => record.encode(),
+            BacklinkRow::AtUrl(hash) => pointer_value(*hash).to_vec(),
+        }
+    }
+
+    pub(crate) fn decode(bytes: &[u8]) -> Result<BacklinkRow> {
+        Ok(match pointer_of(bytes)? {
+            Some(hash) => BacklinkRow::AtUrl(hash),
+            None => BacklinkRow::Record(EncodedRecord(bytes.to_vec())),
+        })
+    }
+}
+
+/// The target URL's item hash a stored `backlinks` value points to, or `None` when the
+/// value is a record.
+pub(crate) fn pointer_of(value: &[u8]) -> Result<Option<u64>> {
+    match value {
+        [BACKLINK_POINTER, hash @ ..] => {
+            let hash: [u8; 8] = hash
+                .try_into()
+                .map_err(|_| Error::corrupt(CF_BACKLINKS, "pointer row is not 9 bytes"))?;
+            Ok(Some(u64::from_be_bytes(hash)))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// A pointer row's value: `BACKLINK_POINTER | url_item_hash u64be`.
+pub(crate) fn pointer_value(url_item_hash: u64) -> [u8; 9] {
+    let mut v = [BACKLINK_POINTER; 9];
+    v[1..].copy_from_slice(&url_item_hash.to_be_bytes());
+    v
+}
 
 /// `expiry`: a page, on the day of its last fetch.
 pub(crate) struct ExpiryPageKey<'a> {

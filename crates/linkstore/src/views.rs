@@ -47,9 +47,12 @@ pub(crate) enum Contribution {
         day: u32,
         delta: TimelineDelta,
     },
-    /// A backlink row: written on additions, deleted on removals.
+    /// A backlink row: written on additions, deleted on removals. Carries the whole
+    /// record at every level; a store keeps it only under the target URL
+    /// ([`crate::table::BacklinkRow`]), whose item hash is `url_item_hash`.
     Backlink {
         key: BacklinkKey,
+        url_item_hash: u64,
         record: Option<EncodedRecord>,
     },
     /// A deleted link's `expiry` row (the day it leaves the fresh window): written on
@@ -155,6 +158,7 @@ pub(crate) fn link_contributions(
     });
     let link = link_key(&rec.source_url, &rec.target_url);
     let encoded = (sign > 0).then(|| EncodedRecord::of(rec));
+    let url_item_hash = hasher.hash(Level::Url, &rec.target_url);
     for item in Item::levels_of_url(&rec.target_url) {
         out.push(Contribution::Backlink {
             key: BacklinkKey {
@@ -163,6 +167,7 @@ pub(crate) fn link_contributions(
                 source_trust_flow: rec.source_flow.trust_flow,
                 link,
             },
+            url_item_hash,
             record: encoded.clone(),
         });
     }

@@ -20,13 +20,13 @@ use crate::crawl::{
     crawl_order, crawl_status, newer_crawl, next_state, older_crawl, CrawlOrder, UrlMetrics,
 };
 use crate::error::Result;
-use crate::item::Item;
+use crate::item::{Item, Level};
 use crate::keys::{link_key, member_of_key, DistinctKind, EXPIRY_LINK, EXPIRY_PAGE};
 use crate::page::{day_of, PageCrawl, PageState};
 use crate::record::{FlowPair, LinkRecord};
 use crate::store::*;
 use crate::table::{
-    item_key_len, AnchorKey, BacklinkKey, BuiltKey, Count, CountersKey, DistinctKey, Empty,
+    item_key_len, AnchorKey, BacklinkKey, BacklinkRow, BuiltKey, Count, CountersKey, DistinctKey, Empty,
     EncodedRecord, ExpiryLinkKey, ExpiryPageKey, LinkKey, MergedKey, PageKey, RankedAnchorKey,
     RankedRefDomainKey, RefDomainKey, TableKey, TimelineKey, UrlRefKey,
 };
@@ -436,6 +436,7 @@ impl<'a> Writer<'a> {
         let index_key = self.store.hasher.item_key(&Item::index());
         self.add_counters(index_key, &delta);
         let source_domain = domain_of_url(&rec.source_url);
+        let url_item_hash = self.store.hasher.hash(Level::Url, &rec.target_url);
         // In line with other contributions: a backlink row's writes keep their order.
         for item in Item::levels_of_url(&rec.target_url) {
             let key = BacklinkKey {
@@ -444,10 +445,14 @@ impl<'a> Writer<'a> {
                 source_trust_flow: rec.source_flow.trust_flow,
                 link,
             };
-            self.pending.push(Contribution::Backlink {
-                key,
-                record: Some(encoded.clone()),
-            });
+            // The other levels' rows point to the URL row by key alone: unchanged.
+            if key.item_hash == url_item_hash {
+                self.pending.push(Contribution::Backlink {
+                    key,
+                    url_item_hash,
+                    record: Some(encoded.clone()),
+                });
+            }
             let item_key = self.store.hasher.item_key(&item);
             // Links and dates unchanged but the last seen one, a maximum: no need to read
             // the referring-domain row now (a fifth of a re-crawl round's time when it
@@ -643,8 +648,14 @@ impl<'a> Writer<'a> {
                 day,
                 delta,
             } => self.add_timeline(&item_key, day, delta),
-            Contribution::Backlink { key, record } => match record {
-                Some(record) => self.batch.put(&key, &record),
+            Contribution::Backlink {
+                key,
+                url_item_hash,
+                record,
+            } => match record {
+                Some(record) => self
+                    .batch
+                    .put(&key, &BacklinkRow::of(&key, url_item_hash, record)),
                 None => self.batch.delete(&key),
             },
             Contribution::Expiry { key, sign } => {

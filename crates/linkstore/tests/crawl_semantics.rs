@@ -437,6 +437,70 @@ fn hash_collisions_never_leak_another_items_links() {
     assert_eq!(tiny.hash_bits(), 2);
 }
 
+/// A link's record is kept once among its backlink rows: whole under its target URL, a
+/// 9-byte pointer to that row under the target's host and root domain. Every level
+/// still reads every record as the `links` table holds it, through re-crawls that keep,
+/// change and lose links, and with 2-bit item hashes.
+#[test]
+fn a_record_is_kept_once_among_its_backlink_rows_and_read_at_every_level() {
+    for bits in [64, 2] {
+        let (_d, store) = open(bits);
+        let targets = ["http://www.t.org/a", "http://www.t.org/b", "http://blog.t.org/"];
+        let page = |s: usize, round: i64| {
+            let links = targets
+                .iter()
+                .enumerate()
+                // Round 1 loses page 0's second link and adds one to page 1: the other
+                // pages' links are seen again, some with new out-link counts.
+                .filter(|&(i, _)| (s + i) % 2 == 0 || (round == 1 && s == 1))
+                .filter(|&(i, _)| !(round == 1 && s == 0 && i == 2))
+                .map(|(i, t)| link(t, &format!("to {i}")))
+                .collect();
+            html(&format!("http://src{s}.com/"), T0 + round * DAY, links)
+        };
+        for round in 0..2 {
+            apply_all(&store, &(0..60).map(|s| page(s, round)).collect::<Vec<_>>());
+        }
+        let mut links = Vec::new();
+        store.read().scan_links(|r| links.push(r.clone())).unwrap();
+        assert!(links.iter().any(|r| r.is_deleted()), "a link was lost");
+
+        let (mut records, mut pointers) = (0usize, 0usize);
+        store
+            .read()
+            .scan_table(linkstore::build::Table::Backlinks, |_, v| {
+                if v.len() == 9 && v[0] == 0xB1 {
+                    pointers += 1;
+                } else {
+                    records += 1;
+                }
+            })
+            .unwrap();
+        // Levels whose hashes collide share a row; a URL's row always holds the record.
+        assert_eq!(records, links.len(), "{bits} bits");
+        if bits == 64 {
+            assert_eq!(pointers, 2 * links.len());
+        } else {
+            assert!(pointers > 0 && pointers <= 2 * links.len(), "{pointers}");
+        }
+
+        let key = |r: &linkstore::LinkRecord| (r.source_url.clone(), r.target_url.clone());
+        for item in targets.iter().copied().chain(["www.t.org", "blog.t.org", "t.org"]) {
+            let i = Item::parse(item).unwrap();
+            let mut want: Vec<_> = links
+                .iter()
+                .filter(|r| i.contains_url(&r.target_url))
+                .cloned()
+                .collect();
+            let mut got = all_backlinks(&store, item);
+            want.sort_by_key(key);
+            got.sort_by_key(key);
+            assert!(want.len() >= 30, "{item}: {}", want.len());
+            assert_eq!(got, want, "{item}, {bits} bits");
+        }
+    }
+}
+
 #[test]
 fn a_store_reopens_with_its_data_and_hash_width() {
     let dir = tempfile::tempdir().unwrap();

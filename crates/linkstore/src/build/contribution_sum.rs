@@ -203,7 +203,7 @@ impl ContributionSum {
                     None => sum.timeline.push((day, delta)),
                 }
             }
-            Contribution::Backlink { key, record } => {
+            Contribution::Backlink { key, record, .. } => {
                 let record = record.expect("bulk builds only add records");
                 emit(BacklinkKey::TABLE, key.encode(), record.into_bytes());
             }
