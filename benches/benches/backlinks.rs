@@ -4,7 +4,7 @@
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use linkbase_benches::{hot_store, HOT_URL};
-use linkstore::{BacklinkQuery, Item};
+use linkstore::{host_of, root_domain, BacklinkQuery, Item};
 use std::hint::black_box;
 
 fn backlinks(c: &mut Criterion) {
@@ -40,15 +40,27 @@ fn backlinks(c: &mut Criterion) {
             })
         });
     }
-    g.sample_size(20);
-    let all = q(|q| q.count = 50_000);
-    g.bench_function("count50000", |b| {
+    // The root domain's rows point to the URL's: each row read is a batched lookup.
+    let domain = Item::parse(root_domain(host_of(HOT_URL)).unwrap()).unwrap();
+    let top100 = BacklinkQuery::default();
+    g.bench_function("domain_top100", |b| {
         b.iter(|| {
-            let rows = store.read().backlinks(&item, &all).unwrap();
-            assert_eq!(rows.len(), 50_000);
+            let rows = store.read().backlinks(&domain, &top100).unwrap();
+            assert_eq!(rows.len(), 100);
             black_box(rows)
         })
     });
+    g.sample_size(20);
+    let all = q(|q| q.count = 50_000);
+    for (name, item) in [("count50000", &item), ("domain_count50000", &domain)] {
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                let rows = store.read().backlinks(item, &all).unwrap();
+                assert_eq!(rows.len(), 50_000);
+                black_box(rows)
+            })
+        });
+    }
     g.finish();
 
     let mut g = c.benchmark_group("aggregates");
