@@ -19,8 +19,8 @@ pub use rank::{pagerank, rank, received, through_pinned, Dangling, RankParams, R
 pub use seeds::{parse_seeds, read_seeds, Seed};
 
 use linkstore::{
-    host_of, root_domain, url_hash, FlowPair, FlowUpdate, FlowUpdateReport, Item, ItemMetrics,
-    Level, LinkEnd, Store,
+    host_of, root_domain, url_check_hash, url_hash, EndName, FlowPair, FlowUpdate,
+    FlowUpdateReport, Item, ItemMetrics, Level, LinkEnd, Store,
 };
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -147,11 +147,6 @@ struct NodesByHash {
     collided: HashMap<String, u32>,
 }
 
-/// The second hash of a URL: xxh3 with another seed.
-fn check_hash(url: &str) -> u32 {
-    xxhash_rust::xxh3::xxh3_64_with_seed(url.as_bytes(), 0x5eed) as u32
-}
-
 impl NodesByHash {
     /// The node of `url` (whose hash is `hash`), added to `urls` if new.
     fn intern(&mut self, url: &str, hash: u64, urls: &mut Vec<String>) -> u32 {
@@ -160,7 +155,7 @@ impl NodesByHash {
         }
         let v = urls.len() as u32;
         urls.push(url.to_string());
-        let entry = *self.by_hash.entry(hash).or_insert((v, check_hash(url)));
+        let entry = *self.by_hash.entry(hash).or_insert((v, url_check_hash(url)));
         if entry.0 != v {
             self.collided.insert(url.to_string(), v);
         }
@@ -170,8 +165,19 @@ impl NodesByHash {
     /// The node of `url`, whose hash is `hash`.
     fn find(&self, hash: u64, url: &str) -> Option<usize> {
         match self.by_hash.get(&hash) {
-            Some(&(v, check)) if check == check_hash(url) => Some(v as usize),
+            Some(&(v, check)) if check == url_check_hash(url) => Some(v as usize),
             _ => self.collided.get(url).map(|&v| v as usize),
+        }
+    }
+
+    /// [`NodesByHash::find`] for a URL known by its two hashes alone (`check`: its
+    /// [`url_check_hash`]); `None` when only its name can tell, as when the graph holds
+    /// URLs whose 64-bit hashes collide.
+    fn find_checked(&self, hash: u64, check: u32) -> Option<Option<usize>> {
+        match self.by_hash.get(&hash) {
+            Some(&(v, c)) if c == check => Some(Some(v as usize)),
+            _ if self.collided.is_empty() => Some(None),
+            _ => None,
         }
     }
 }
@@ -270,7 +276,7 @@ fn compute_and_publish(
     progress: &mut dyn FnMut(&str),
     publish: impl FnOnce(
         FlowUpdate<'_>,
-        &(dyn Fn(u64, &str) -> LinkEnd + Sync),
+        &(dyn Fn(u64, EndName<'_>) -> Option<LinkEnd> + Sync),
         &mut dyn FnMut(u64),
     ) -> linkstore::Result<FlowUpdateReport>,
 ) -> Result<FlowReport> {
@@ -431,10 +437,12 @@ fn compute_and_publish(
     for (d, name) in g.domains.iter().enumerate() {
         update.put_metrics(&Item::domain(name.clone()), &metrics_of(d, domain_raw[d]))?;
     }
-    let end_of = |hash: u64, url: &str| {
-        g.nodes
-            .find(hash, url)
-            .map_or_else(LinkEnd::default, |v| ends[v])
+    let end_of = |hash: u64, name: EndName<'_>| {
+        let node = match name {
+            EndName::Url(url) => g.nodes.find(hash, url),
+            EndName::Check(check) => g.nodes.find_checked(hash, check)?,
+        };
+        Some(node.map_or_else(LinkEnd::default, |v| ends[v]))
     };
     let report = publish(update, &end_of, &mut |rows| {
         progress(&format!("re-ordered {rows} backlink rows"))
@@ -484,5 +492,17 @@ mod tests {
         assert_eq!(colliding.find(7, "http://d.com/"), None);
         // A URL outside the graph whose 64-bit hash a node holds is not that node.
         assert_eq!(real.find(url_hash(&urls[0]), "http://d.com/"), None);
+
+        // By the two hashes alone: found where no 64-bit hashes collide, and not settled
+        // (the name is asked for) where some do.
+        let check = |url: &str| url_check_hash(url);
+        for (v, url) in urls.iter().enumerate() {
+            assert_eq!(real.find_checked(url_hash(url), check(url)), Some(Some(v)));
+        }
+        let d = "http://d.com/";
+        assert_eq!(real.find_checked(url_hash(d), check(d)), Some(None));
+        assert_eq!(real.find_checked(url_hash(&urls[0]), check(d)), Some(None));
+        assert_eq!(colliding.find_checked(7, check(&urls[0])), Some(Some(0)));
+        assert_eq!(colliding.find_checked(7, check(&urls[1])), None);
     }
 }

@@ -28,15 +28,15 @@ use crate::aggregate::{
 };
 use crate::crawl::{crawl_order, crawl_status, newer_crawl, next_state, CrawlOrder, UrlMetrics};
 use crate::error::{Error, Result};
-use crate::item::{Item, Level};
+use crate::item::Item;
 use crate::keys::{url_hash, url_key, DistinctKind, ItemHasher};
 use crate::page::{day_of, PageCrawl, PageState};
 use crate::record::LinkRecord;
 use crate::store::{cf_options, StoreOptions};
 use crate::table::{
-    pointer_value, row, AnchorKey, BacklinkKey, BuiltKey, Count, CountersKey, DistinctKey, Empty,
-    ExpiryPageKey, LinkKey, PageKey, RankedAnchorKey, RankedRefDomainKey, RefDomainKey, TableKey, TimelineKey,
-    UrlRefKey,
+    row, AnchorKey, BacklinkKey, BuiltKey, Count, CountersKey, DistinctKey, Empty, ExpiryPageKey,
+    LinkKey, PageKey, Pointer, RankedAnchorKey, RankedRefDomainKey, RefDomainKey, TableKey,
+    TimelineKey, UrlRefKey,
 };
 use crate::views::{
     anchor_of_member, distinct_feed, link_contributions, out_domain_counters, page_out_domains,
@@ -316,7 +316,7 @@ pub trait ReduceOut {
     /// A final `backlinks` row: its whole `record`, and the `pointer` value a store keeps
     /// instead when the row is not its target URL's (`docs/format.md`, "`backlinks`").
     /// Rows kept for a flow build to re-key need the record; the store takes the pointer.
-    fn backlink(&mut self, key: Vec<u8>, record: Vec<u8>, pointer: Option<[u8; 9]>) {
+    fn backlink(&mut self, key: Vec<u8>, record: Vec<u8>, pointer: Option<[u8; 13]>) {
         let value = pointer.map_or(record, |p| p.to_vec());
         self.row(Table::Backlinks, key, value);
     }
@@ -451,11 +451,11 @@ impl Reducer {
         key: &[u8],
         record: &[u8],
         emit: &mut Emit<'_>,
-    ) -> Result<Option<[u8; 9]>> {
+    ) -> Result<Option<[u8; 13]>> {
         let key = BacklinkKey::parse(key)?;
         let item_hash = key.item_hash;
         let rec = LinkRecord::decode(record)?;
-        let url_item_hash = self.hasher.hash(Level::Url, &rec.target_url);
+        let pointer = Pointer::to_link(&rec.source_url, &rec.target_url, &self.hasher);
         let items = Item::levels_of_url(&rec.target_url)
             .into_iter()
             .filter(|item| self.hasher.hash(item.level, &item.name) == item_hash);
@@ -463,7 +463,7 @@ impl Reducer {
         for c in self.contributions.drain(..) {
             self.sum.add(c, emit);
         }
-        Ok((item_hash != url_item_hash).then(|| pointer_value(url_item_hash)))
+        Ok((!pointer.is_url_row(&key)).then(|| pointer.encode()))
     }
 
     /// What the reducer sums across groups up to `table`'s group of `key`.
@@ -501,8 +501,7 @@ impl Reducer {
                 // One row per key, as below; its record feeds the target's views.
                 if let Some(v) = values.next_value() {
                     let v = v.to_vec();
-                    let pointer =
-                        self.backlink_views(key, &v, &mut |t, k, v| out.feed(t, k, v))?;
+                    let pointer = self.backlink_views(key, &v, &mut |t, k, v| out.feed(t, k, v))?;
                     out.backlink(key.to_vec(), v, pointer);
                 }
             }

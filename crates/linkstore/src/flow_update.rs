@@ -19,14 +19,22 @@ use crate::item::{host_of, root_domain, Level};
 use crate::metrics::ItemMetrics;
 use crate::record::{FlowPair, FlowSlots, LinkEnd};
 use crate::store::{prefix_successor, Store, CF_BACKLINKS, CF_META, CF_METRICS, CF_TOP_PAGES};
-use crate::table::{
-    pointer_of, pointer_value, put_row, BacklinkKey, MetricsKey, TopPage, TopPageKey,
-};
+use crate::table::{put_row, BacklinkKey, MetricsKey, Pointer, TopPage, TopPageKey};
 use rocksdb::{WriteBatch, WriteOptions};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::MutexGuard;
 use std::time::Duration;
+
+/// How a re-keyed row names a link end, besides the URL's hash: by its URL, or (the
+/// source of a pointer row) by the URL's check hash ([`crate::url_check_hash`]). The
+/// caller's `end_of` answers `None` only for a check hash that does not settle which
+/// URL it is (its graph holds two URLs of one 64-bit hash); the row's URL is then read.
+#[derive(Debug, Clone, Copy)]
+pub enum EndName<'a> {
+    Url(&'a str),
+    Check(u32),
+}
 
 /// The column families whose rows are keyed by flow generation.
 const GENERATION_CFS: [&str; 3] = [CF_BACKLINKS, CF_METRICS, CF_TOP_PAGES];
@@ -218,12 +226,12 @@ impl FlowUpdate<'_> {
     }
 
     /// Copies every backlink row of the serving generation into the next one with the
-    /// ends `end_of(url_hash, url)` gives (re-keyed by the new SourceTrustFlow), makes
+    /// ends `end_of(url_hash, name)` gives (re-keyed by the new SourceTrustFlow), makes
     /// the next generation durable, switches to it, and drops the old one. The rows are
     /// re-keyed by `threads` threads, each over its own range of item hashes.
     pub fn finish(
         self,
-        end_of: impl Fn(u64, &str) -> LinkEnd + Sync,
+        end_of: impl Fn(u64, EndName<'_>) -> Option<LinkEnd> + Sync,
         threads: usize,
         progress: &mut dyn FnMut(u64),
     ) -> Result<FlowUpdateReport> {
@@ -244,7 +252,7 @@ impl FlowUpdate<'_> {
     /// re-keys each source.
     pub fn finish_from_rows<I>(
         self,
-        end_of: impl Fn(u64, &str) -> LinkEnd + Sync,
+        end_of: impl Fn(u64, EndName<'_>) -> Option<LinkEnd> + Sync,
         sources: Vec<I>,
         progress: &mut dyn FnMut(u64),
     ) -> Result<FlowUpdateReport>
@@ -257,7 +265,7 @@ impl FlowUpdate<'_> {
 
     fn rekey_and_switch<I>(
         mut self,
-        end_of: impl Fn(u64, &str) -> LinkEnd + Sync,
+        end_of: impl Fn(u64, EndName<'_>) -> Option<LinkEnd> + Sync,
         sources: Vec<RowSource<I>>,
         progress: &mut dyn FnMut(u64),
     ) -> Result<FlowUpdateReport>
@@ -401,7 +409,7 @@ struct Rekey<'a, E> {
     counted: u64,
 }
 
-impl<E: Fn(u64, &str) -> LinkEnd> Rekey<'_, E> {
+impl<E: Fn(u64, EndName<'_>) -> Option<LinkEnd>> Rekey<'_, E> {
     /// Re-keys the serving generation's (`current`) rows whose item hash is in
     /// `[from, to)`.
     fn run_generation(&mut self, current: u8, from: u64, to: Option<u64>) -> Result<()> {
@@ -445,25 +453,33 @@ impl<E: Fn(u64, &str) -> LinkEnd> Rekey<'_, E> {
     }
 
     /// Copies one row into the next generation with its ends' new flows: a record
-    /// rewritten, or kept as a pointer when the row is not its target URL's.
+    /// rewritten, or a pointer kept (and made, when the row is not its target URL's).
     fn rekey(&mut self, k: &[u8], v: &[u8]) -> Result<()> {
         let key = BacklinkKey::parse(k)?;
         let (source_hash, target_hash) = url_hashes(&key.link);
-        let (source_trust_flow, value) = match pointer_of(v)? {
-            Some(url_item_hash) => {
-                let source_url = self.source_of_pointer(&key, url_item_hash)?;
-                let source = (self.end_of)(source_hash, &source_url);
+        let (source_trust_flow, value) = match Pointer::of_value(v)? {
+            Some(pointer) => {
+                let checked = (self.end_of)(source_hash, EndName::Check(pointer.source_check));
+                let source = match checked {
+                    Some(end) => end,
+                    None => {
+                        let url = self.source_of_pointer(&key, &pointer)?;
+                        (self.end_of)(source_hash, EndName::Url(&url)).unwrap_or_default()
+                    }
+                };
                 (source.flow.trust_flow, v.to_vec())
             }
             None => {
                 let slots = FlowSlots::find(v)?;
-                let source = (self.end_of)(source_hash, slots.source_url);
-                let url_item_hash = self.store.hasher.hash(Level::Url, slots.target_url);
-                let value = if key.item_hash == url_item_hash {
-                    let target = (self.end_of)(target_hash, slots.target_url);
+                let end = |hash, url| (self.end_of)(hash, EndName::Url(url)).unwrap_or_default();
+                let source = end(source_hash, slots.source_url);
+                let pointer =
+                    Pointer::to_link(slots.source_url, slots.target_url, &self.store.hasher);
+                let value = if pointer.is_url_row(&key) {
+                    let target = end(target_hash, slots.target_url);
                     slots.rewrite(v, &source, &target)
                 } else {
-                    pointer_value(url_item_hash).to_vec()
+                    pointer.encode().to_vec()
                 };
                 (source.flow.trust_flow, value)
             }
@@ -483,10 +499,10 @@ impl<E: Fn(u64, &str) -> LinkEnd> Rekey<'_, E> {
     }
 
     /// The source URL of a pointer row of the serving generation, from the URL row it
-    /// points to (same generation, SourceTrustFlow and link).
-    fn source_of_pointer(&self, key: &BacklinkKey, url_item_hash: u64) -> Result<String> {
+    /// names: only when its source's hashes do not settle which URL it is.
+    fn source_of_pointer(&self, key: &BacklinkKey, pointer: &Pointer) -> Result<String> {
         let s = self.store;
-        let at_url = key.at_url(url_item_hash).bytes();
+        let at_url = key.at_url(pointer.url_item_hash).bytes();
         let record = s
             .db
             .get_pinned_cf(s.cf(CF_BACKLINKS), at_url)?
@@ -584,6 +600,12 @@ mod tests {
     /// A store where one page is linked from 300 domains, flowed with source Trust Flow
     /// set by the source's name; `buffer` bounds the rows re-sorted in memory.
     fn flowed(buffer: usize, threads: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
+        flowed_naming(buffer, threads, true)
+    }
+
+    /// [`flowed`], with pointer rows' sources found by their check hashes when
+    /// `by_check`, else by the URL read from their URL rows.
+    fn flowed_naming(buffer: usize, threads: usize, by_check: bool) -> Vec<(Vec<u8>, Vec<u8>)> {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
         let mut w = store.writer();
@@ -606,14 +628,20 @@ mod tests {
         drop(w);
         let mut update = store.begin_flow_update().unwrap();
         update.item_buffer_bytes = buffer;
-        let end_of = |url_hash: u64, url: &str| {
-            assert_eq!(url_hash, crate::keys::url_hash(url), "the URL's own hash");
+        let end_of = |url_hash: u64, name: EndName<'_>| {
+            match name {
+                EndName::Url(url) => {
+                    assert_eq!(url_hash, crate::keys::url_hash(url), "the URL's own hash")
+                }
+                EndName::Check(_) if !by_check => return None,
+                EndName::Check(_) => {}
+            }
             let tf = (url_hash % 100) as u8;
             let flow = FlowPair {
                 trust_flow: tf,
                 citation_flow: tf,
             };
-            LinkEnd::new(flow, &[])
+            Some(LinkEnd::new(flow, &[]))
         };
         let report = update.finish(end_of, threads, &mut |_| {}).unwrap();
         assert_eq!(report.backlink_rows, 900);
@@ -650,6 +678,16 @@ mod tests {
         let in_files = flowed(ITEM_BUFFER_BYTES, 1);
         assert_eq!(in_files.len(), 900);
         assert_eq!(in_files, flowed(4096, 1));
+    }
+
+    /// A pointer row whose source its hashes do not settle is re-keyed by the source URL
+    /// its URL row holds, to the same row.
+    #[test]
+    fn pointer_rows_are_re_keyed_alike_by_check_hash_and_by_url() {
+        let by_check = flowed(ITEM_BUFFER_BYTES, 1);
+        assert_eq!(by_check, flowed_naming(ITEM_BUFFER_BYTES, 1, false));
+        let pointers = by_check.iter().filter(|(_, v)| v[0] == 0xB1).count();
+        assert_eq!(pointers, 600, "the host's and the domain's rows");
     }
 
     /// Threads re-key ranges of item hashes; the ranges cover every hash once.

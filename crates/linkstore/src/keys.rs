@@ -63,6 +63,13 @@ pub fn url_hash(url: &str) -> u64 {
     xxh3_64(url.as_bytes())
 }
 
+/// A second, independent 32-bit hash of a URL (xxh3 with another seed): with
+/// [`url_hash`], 96 bits that name a URL without its text (a pointer row's source, a
+/// flow graph's nodes).
+pub fn url_check_hash(url: &str) -> u32 {
+    xxhash_rust::xxh3::xxh3_64_with_seed(url.as_bytes(), 0x5eed) as u32
+}
+
 /// `links` CF: `source_url_hash | target_url_hash`.
 pub fn link_key(source: &str, target: &str) -> [u8; 16] {
     let mut k = [0u8; 16];

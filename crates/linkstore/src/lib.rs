@@ -28,9 +28,9 @@ mod writer;
 pub use aggregate::{AnchorText, Counters, RefDomain, RANKED_COPIES_ABOVE};
 pub use anchor_query::{anchor_form, AnchorFilter, AnchorPage, AnchorQuery, ANCHOR_SCAN_LIMIT};
 pub use error::{Error, Result};
-pub use flow_update::{FlowUpdate, FlowUpdateReport};
+pub use flow_update::{EndName, FlowUpdate, FlowUpdateReport};
 pub use item::{host_of, normalize_host, normalize_url, root_domain, Item, Level, MAX_URL_LEN};
-pub use keys::{url_hash, ItemHasher};
+pub use keys::{url_check_hash, url_hash, ItemHasher};
 pub use metrics::ItemMetrics;
 pub use page::{
     day_of, format_day, parse_day, push_day, CrawlOutcome, OutLink, PageCrawl, PageState,

@@ -11,7 +11,7 @@ use crate::store::{
     cf_handle, prefix_successor, CF_BACKLINKS, CF_DISTINCT, CF_LINKS, CF_TIMELINE, CF_TOP_PAGES,
 };
 use crate::table::{
-    pointer_of, AnchorKey, BacklinkKey, CountersKey, MetricsKey, PageKey, RefDomainKey, TableKey,
+    AnchorKey, BacklinkKey, CountersKey, MetricsKey, PageKey, Pointer, RefDomainKey, TableKey,
 };
 use rocksdb::{ColumnFamily, Direction, IteratorMode, ReadOptions, DB};
 use std::collections::HashMap;
@@ -437,7 +437,7 @@ impl ReadView {
             if !key.starts_with(&lower) {
                 break;
             }
-            match pointer_of(value)? {
+            match Pointer::of_value(value)? {
                 None if held.is_empty() => {
                     let rec = LinkRecord::decode(value)?;
                     if item.contains_url(&rec.target_url) && !visit(rec) {
@@ -448,8 +448,10 @@ impl ReadView {
                 // A URL's own rows hold their records: a pointer under its hash is a
                 // colliding host's or root domain's.
                 Some(_) if item.level == Level::Url => {}
-                Some(url_item_hash) => {
-                    let at_url = BacklinkKey::parse(key)?.at_url(url_item_hash).bytes();
+                Some(pointer) => {
+                    let at_url = BacklinkKey::parse(key)?
+                        .at_url(pointer.url_item_hash)
+                        .bytes();
                     held.push(ScannedRow::AtUrl(at_url));
                 }
             }

@@ -248,6 +248,66 @@ built_key!(BacklinkKey, Table::Backlinks, BacklinkRow);
 /// First byte of a pointer row's value; a record's is its version, a small number.
 pub const BACKLINK_POINTER: u8 = 0xB1;
 
+/// What the host and root-domain rows of a link hold in place of its record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Pointer {
+    /// The target URL's item hash: with the row's generation, SourceTrustFlow and link,
+    /// the key of the URL row ([`BacklinkKey::at_url`]).
+    pub url_item_hash: u64,
+    /// [`keys::url_check_hash`] of the source URL: with the link's source hash, what a
+    /// flow build finds the source by when it re-keys the row, without reading the URL.
+    pub source_check: u32,
+}
+
+impl Pointer {
+    /// The pointer to the URL row of a link from `source` to `target`.
+    pub(crate) fn to_link(source: &str, target: &str, hasher: &keys::ItemHasher) -> Pointer {
+        Pointer {
+            url_item_hash: hasher.hash(crate::item::Level::Url, target),
+            source_check: keys::url_check_hash(source),
+        }
+    }
+
+    /// `BACKLINK_POINTER | url_item_hash u64be | source_check u32be`.
+    pub(crate) fn encode(&self) -> [u8; 13] {
+        let mut v = [BACKLINK_POINTER; 13];
+        v[1..9].copy_from_slice(&self.url_item_hash.to_be_bytes());
+        v[9..].copy_from_slice(&self.source_check.to_be_bytes());
+        v
+    }
+
+    /// The pointer a stored `backlinks` value holds, or `None` when it is a record.
+    pub(crate) fn of_value(value: &[u8]) -> Result<Option<Pointer>> {
+        match value {
+            [BACKLINK_POINTER, rest @ ..] => {
+                let rest: &[u8; 12] = rest
+                    .try_into()
+                    .map_err(|_| Error::corrupt(CF_BACKLINKS, "pointer row is not 13 bytes"))?;
+                Ok(Some(Pointer {
+                    url_item_hash: u64::from_be_bytes(rest[..8].try_into().expect("8 bytes")),
+                    source_check: u32::from_be_bytes(rest[8..].try_into().expect("4 bytes")),
+                }))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// The row `key` holds for the link: its record if `key` is the target URL's row,
+    /// else this pointer.
+    pub(crate) fn row(&self, key: &BacklinkKey, record: EncodedRecord) -> BacklinkRow {
+        if self.is_url_row(key) {
+            BacklinkRow::Record(record)
+        } else {
+            BacklinkRow::AtUrl(*self)
+        }
+    }
+
+    /// True when `key` is the link's URL row (which holds the record).
+    pub(crate) fn is_url_row(&self, key: &BacklinkKey) -> bool {
+        key.item_hash == self.url_item_hash
+    }
+}
+
 /// What a `backlinks` row holds. The row under the link's target URL holds its whole
 /// record; the rows under the target's host and root domain point to that row, so a
 /// link's record is stored once among its backlink rows. A row whose item hash equals
@@ -255,55 +315,23 @@ pub const BACKLINK_POINTER: u8 = 0xB1;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum BacklinkRow {
     Record(EncodedRecord),
-    /// The target URL's item hash: with this row's generation, SourceTrustFlow and link,
-    /// the key of the URL row ([`BacklinkKey::at_url`]).
-    AtUrl(u64),
+    AtUrl(Pointer),
 }
 
 impl BacklinkRow {
-    /// The row `key` holds for a link whose target URL's item hash is `url_item_hash`.
-    pub(crate) fn of(key: &BacklinkKey, url_item_hash: u64, record: EncodedRecord) -> BacklinkRow {
-        if key.item_hash == url_item_hash {
-            BacklinkRow::Record(record)
-        } else {
-            BacklinkRow::AtUrl(url_item_hash)
-        }
-    }
-
     pub(crate) fn encode(&self) -> Vec<u8> {
         match self {
             BacklinkRow::Record(record) => record.encode(),
-            BacklinkRow::AtUrl(hash) => pointer_value(*hash).to_vec(),
+            BacklinkRow::AtUrl(pointer) => pointer.encode().to_vec(),
         }
     }
 
     pub(crate) fn decode(bytes: &[u8]) -> Result<BacklinkRow> {
-        Ok(match pointer_of(bytes)? {
-            Some(hash) => BacklinkRow::AtUrl(hash),
+        Ok(match Pointer::of_value(bytes)? {
+            Some(pointer) => BacklinkRow::AtUrl(pointer),
             None => BacklinkRow::Record(EncodedRecord(bytes.to_vec())),
         })
     }
-}
-
-/// The target URL's item hash a stored `backlinks` value points to, or `None` when the
-/// value is a record.
-pub(crate) fn pointer_of(value: &[u8]) -> Result<Option<u64>> {
-    match value {
-        [BACKLINK_POINTER, hash @ ..] => {
-            let hash: [u8; 8] = hash
-                .try_into()
-                .map_err(|_| Error::corrupt(CF_BACKLINKS, "pointer row is not 9 bytes"))?;
-            Ok(Some(u64::from_be_bytes(hash)))
-        }
-        _ => Ok(None),
-    }
-}
-
-/// A pointer row's value: `BACKLINK_POINTER | url_item_hash u64be`.
-pub(crate) fn pointer_value(url_item_hash: u64) -> [u8; 9] {
-    let mut v = [BACKLINK_POINTER; 9];
-    v[1..].copy_from_slice(&url_item_hash.to_be_bytes());
-    v
 }
 
 /// `expiry`: a page, on the day of its last fetch.

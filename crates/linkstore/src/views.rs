@@ -10,7 +10,7 @@ use crate::aggregate::{AnchorText, Counters, RefDomain, TimelineDelta};
 use crate::item::{host_of, root_domain, Item, Level};
 use crate::keys::{level_of_item_key, link_key, DistinctKind, ItemHasher};
 use crate::record::{LinkKind, LinkRecord};
-use crate::table::{BacklinkKey, EncodedRecord, ExpiryLinkKey};
+use crate::table::{BacklinkKey, EncodedRecord, ExpiryLinkKey, Pointer};
 use std::net::IpAddr;
 
 /// A change to one row of one view, caused by adding (`sign` = 1) or removing (`sign` =
@@ -48,11 +48,11 @@ pub(crate) enum Contribution {
         delta: TimelineDelta,
     },
     /// A backlink row: written on additions, deleted on removals. Carries the whole
-    /// record at every level; a store keeps it only under the target URL
-    /// ([`crate::table::BacklinkRow`]), whose item hash is `url_item_hash`.
+    /// record at every level; a store keeps it only in the target URL's row, and
+    /// `pointer` in the others ([`crate::table::BacklinkRow`]).
     Backlink {
         key: BacklinkKey,
-        url_item_hash: u64,
+        pointer: Pointer,
         record: Option<EncodedRecord>,
     },
     /// A deleted link's `expiry` row (the day it leaves the fresh window): written on
@@ -158,7 +158,7 @@ pub(crate) fn link_contributions(
     });
     let link = link_key(&rec.source_url, &rec.target_url);
     let encoded = (sign > 0).then(|| EncodedRecord::of(rec));
-    let url_item_hash = hasher.hash(Level::Url, &rec.target_url);
+    let pointer = Pointer::to_link(&rec.source_url, &rec.target_url, hasher);
     for item in Item::levels_of_url(&rec.target_url) {
         out.push(Contribution::Backlink {
             key: BacklinkKey {
@@ -167,7 +167,7 @@ pub(crate) fn link_contributions(
                 source_trust_flow: rec.source_flow.trust_flow,
                 link,
             },
-            url_item_hash,
+            pointer,
             record: encoded.clone(),
         });
     }

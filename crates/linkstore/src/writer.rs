@@ -20,15 +20,15 @@ use crate::crawl::{
     crawl_order, crawl_status, newer_crawl, next_state, older_crawl, CrawlOrder, UrlMetrics,
 };
 use crate::error::Result;
-use crate::item::{Item, Level};
+use crate::item::Item;
 use crate::keys::{link_key, member_of_key, DistinctKind, EXPIRY_LINK, EXPIRY_PAGE};
 use crate::page::{day_of, PageCrawl, PageState};
 use crate::record::{FlowPair, LinkRecord};
 use crate::store::*;
 use crate::table::{
-    item_key_len, AnchorKey, BacklinkKey, BacklinkRow, BuiltKey, Count, CountersKey, DistinctKey, Empty,
-    EncodedRecord, ExpiryLinkKey, ExpiryPageKey, LinkKey, MergedKey, PageKey, RankedAnchorKey,
-    RankedRefDomainKey, RefDomainKey, TableKey, TimelineKey, UrlRefKey,
+    item_key_len, AnchorKey, BacklinkKey, BuiltKey, Count, CountersKey, DistinctKey, Empty,
+    EncodedRecord, ExpiryLinkKey, ExpiryPageKey, LinkKey, MergedKey, PageKey, Pointer,
+    RankedAnchorKey, RankedRefDomainKey, RefDomainKey, TableKey, TimelineKey, UrlRefKey,
 };
 use crate::views::{
     anchor_of_member, contributions, distinct_feed, domain_of_url, out_domain_counters,
@@ -436,7 +436,7 @@ impl<'a> Writer<'a> {
         let index_key = self.store.hasher.item_key(&Item::index());
         self.add_counters(index_key, &delta);
         let source_domain = domain_of_url(&rec.source_url);
-        let url_item_hash = self.store.hasher.hash(Level::Url, &rec.target_url);
+        let pointer = Pointer::to_link(&rec.source_url, &rec.target_url, &self.store.hasher);
         // In line with other contributions: a backlink row's writes keep their order.
         for item in Item::levels_of_url(&rec.target_url) {
             let key = BacklinkKey {
@@ -446,10 +446,10 @@ impl<'a> Writer<'a> {
                 link,
             };
             // The other levels' rows point to the URL row by key alone: unchanged.
-            if key.item_hash == url_item_hash {
+            if pointer.is_url_row(&key) {
                 self.pending.push(Contribution::Backlink {
                     key,
-                    url_item_hash,
+                    pointer,
                     record: Some(encoded.clone()),
                 });
             }
@@ -650,12 +650,10 @@ impl<'a> Writer<'a> {
             } => self.add_timeline(&item_key, day, delta),
             Contribution::Backlink {
                 key,
-                url_item_hash,
+                pointer,
                 record,
             } => match record {
-                Some(record) => self
-                    .batch
-                    .put(&key, &BacklinkRow::of(&key, url_item_hash, record)),
+                Some(record) => self.batch.put(&key, &pointer.row(&key, record)),
                 None => self.batch.delete(&key),
             },
             Contribution::Expiry { key, sign } => {
