@@ -343,7 +343,9 @@ impl ReadView {
                 budget_spent: false,
             });
         }
-        let budget_spent = self.for_each_backlink(item, q, |rec| {
+        // Without filters the first rows the read resolves are the ones it returns.
+        let first_chunk = q.from.saturating_add(count);
+        let budget_spent = self.visit_backlinks(item, q, first_chunk, |rec| {
             rows.push(rec);
             rows.len() < count
         })?;
@@ -357,6 +359,17 @@ impl ReadView {
         &self,
         item: &Item,
         q: &BacklinkQuery,
+        visit: impl FnMut(LinkRecord) -> bool,
+    ) -> Result<bool> {
+        self.visit_backlinks(item, q, FIRST_POINTER_CHUNK, visit)
+    }
+
+    /// [`ReadView::for_each_backlink`], resolving `first_chunk` pointer rows at first.
+    fn visit_backlinks(
+        &self,
+        item: &Item,
+        q: &BacklinkQuery,
+        first_chunk: usize,
         mut visit: impl FnMut(LinkRecord) -> bool,
     ) -> Result<bool> {
         let ref_domain = q.ref_domain.as_deref().map(str::to_ascii_lowercase);
@@ -365,7 +378,7 @@ impl ReadView {
         let mut per_source: HashMap<u64, usize> = HashMap::new();
         let mut skipped = 0usize;
         let (mut read, mut budget_spent) = (0usize, false);
-        self.scan_backlinks(item, |rec| {
+        self.scan_backlinks_from(item, first_chunk, |rec| {
             if q.max_scan.is_some_and(|max| read >= max) {
                 budget_spent = true;
                 return false;
@@ -413,9 +426,16 @@ impl ReadView {
     /// root domain's rows point to their target URLs' rows, which are read a chunk at a
     /// time in one multi-get; chunks grow, so a short read resolves few more rows than
     /// it returns.
-    pub fn scan_backlinks(
+    pub fn scan_backlinks(&self, item: &Item, visit: impl FnMut(LinkRecord) -> bool) -> Result<()> {
+        self.scan_backlinks_from(item, FIRST_POINTER_CHUNK, visit)
+    }
+
+    /// [`ReadView::scan_backlinks`], resolving `first_chunk` pointer rows in its first
+    /// multi-get (a caller that knows how many rows it wants).
+    fn scan_backlinks_from(
         &self,
         item: &Item,
+        first_chunk: usize,
         mut visit: impl FnMut(LinkRecord) -> bool,
     ) -> Result<()> {
         let hash = self.hasher.hash(item.level, &item.name);
@@ -429,7 +449,7 @@ impl ReadView {
         // Rows read but not visited, in key order: held back behind a pointer not yet
         // resolved.
         let mut held: Vec<ScannedRow> = Vec::new();
-        let mut chunk = FIRST_POINTER_CHUNK;
+        let mut chunk = first_chunk.clamp(FIRST_POINTER_CHUNK, MAX_POINTER_CHUNK);
         while it.valid() {
             let (Some(key), Some(value)) = (it.key(), it.value()) else {
                 break;
@@ -816,7 +836,35 @@ impl ReadView {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::keys::link_key;
+    use crate::{Store, StoreOptions};
     use std::cell::Cell;
+
+    /// A pointer row whose URL row is gone is corruption, said as such, not a row lost.
+    #[test]
+    fn a_pointer_row_without_its_url_row_is_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
+        let (source, target) = ("http://a.com/", "http://www.b.org/x");
+        let key = BacklinkKey {
+            generation: store.generation(),
+            item_hash: store.hasher.hash(Level::RootDomain, "b.org"),
+            source_trust_flow: 0,
+            link: link_key(source, target),
+        };
+        let pointer = Pointer::to_link(source, target, &store.hasher);
+        store
+            .db
+            .put_cf(store.cf(CF_BACKLINKS), key.bytes(), pointer.encode())
+            .unwrap();
+        let err = store
+            .read()
+            .backlinks(&Item::parse("b.org").unwrap(), &BacklinkQuery::default())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("URL row is missing"), "{err}");
+        assert!(err.contains("backlinks"), "names the table: {err}");
+    }
 
     #[test]
     fn a_memo_reads_each_row_once_and_starts_over_when_full() {
