@@ -5,7 +5,7 @@
 //! an 18.1M-link, 4.5 GB index: 104.7 s with 2 GB, 81.2 s with the whole index cached).
 //! The cache holds blocks decompressed, and the writer reads every table but most of
 //! `backlinks` (about 70% of a storage-format-9 index): on a 3.2 GB index the same round
-//! took 69.0-69.9 s with 3.2 GB, 64.2-65.3 s and 11% less CPU with 6.5 GB. So the cache
+//! took 69.0-73.7 s with 3.2 GB, 64.2-65.3 s and 11% less CPU with 6.5 GB. So the cache
 //! follows twice the index's size, within bounds that keep small machines safe.
 
 use std::path::Path;

@@ -13,7 +13,7 @@
 //! into files of its own: their key ranges never overlap.
 
 use crate::build::{Table, TableFileWriter};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::item::Item;
 use crate::item::{host_of, root_domain, Level};
 use crate::metrics::ItemMetrics;
@@ -503,10 +503,9 @@ impl<E: Fn(u64, EndName<'_>) -> Option<LinkEnd>> Rekey<'_, E> {
     fn source_of_pointer(&self, key: &BacklinkKey, pointer: &Pointer) -> Result<String> {
         let s = self.store;
         let at_url = key.at_url(pointer.url_item_hash).bytes();
-        let record = s
-            .db
-            .get_pinned_cf(s.cf(CF_BACKLINKS), at_url)?
-            .ok_or_else(|| Error::corrupt(CF_BACKLINKS, "a pointer row's URL row is missing"))?;
+        let record =
+            s.db.get_pinned_cf(s.cf(CF_BACKLINKS), at_url)?
+                .ok_or_else(Pointer::url_row_missing)?;
         Ok(FlowSlots::find(&record)?.source_url.to_string())
     }
 

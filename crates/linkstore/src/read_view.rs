@@ -190,8 +190,9 @@ enum ScannedRow {
     AtUrl([u8; 26]),
 }
 
-/// Pointer rows resolved by the first multi-get of a scan, and by any one at most.
+/// Pointer rows a scan resolves in its first multi-get, unless its caller asks for more.
 const FIRST_POINTER_CHUNK: usize = 16;
+/// The most pointer rows one multi-get resolves (later ones double up to it).
 const MAX_POINTER_CHUNK: usize = 1024;
 
 /// Links found and lost on one day for one item.
@@ -513,12 +514,7 @@ impl ReadView {
                 ScannedRow::Record(rec) => rec,
                 ScannedRow::AtUrl(_) => match records.next().transpose()?.flatten() {
                     Some(value) => LinkRecord::decode(&value)?,
-                    None => {
-                        return Err(Error::corrupt(
-                            CF_BACKLINKS,
-                            "a pointer row's URL row is missing",
-                        ))
-                    }
+                    None => return Err(Pointer::url_row_missing()),
                 },
             };
             if item.contains_url(&rec.target_url) && !visit(rec) {

@@ -306,6 +306,11 @@ impl Pointer {
     pub(crate) fn is_url_row(&self, key: &BacklinkKey) -> bool {
         key.item_hash == self.url_item_hash
     }
+
+    /// What reading the URL row of a pointer row finds when that row is absent.
+    pub(crate) fn url_row_missing() -> Error {
+        Error::corrupt(CF_BACKLINKS, "a pointer row's URL row is missing")
+    }
 }
 
 /// What a `backlinks` row holds. The row under the link's target URL holds its whole
