@@ -674,8 +674,7 @@ impl ReduceOut for StageOut<'_> {
         }
     }
 
-    fn backlink(&mut self, key: Vec<u8>, record: Vec<u8>, pointer: Option<[u8; 13]>) {
-        let pointer = pointer.as_ref().map(|p| p.as_slice());
+    fn backlink(&mut self, key: Vec<u8>, record: Vec<u8>, pointer: Option<&[u8]>) {
         if let Err(e) = self.files.put_backlink(&key, &record, pointer) {
             self.failed.get_or_insert(e);
         }

@@ -316,7 +316,7 @@ pub trait ReduceOut {
     /// A final `backlinks` row: its whole `record`, and the `pointer` value a store keeps
     /// instead when the row is not its target URL's (`docs/format.md`, "`backlinks`").
     /// Rows kept for a flow build to re-key need the record; the store takes the pointer.
-    fn backlink(&mut self, key: Vec<u8>, record: Vec<u8>, pointer: Option<[u8; 13]>) {
+    fn backlink(&mut self, key: Vec<u8>, record: Vec<u8>, pointer: Option<&[u8]>) {
         let value = pointer.map_or(record, |p| p.to_vec());
         self.row(Table::Backlinks, key, value);
     }
@@ -451,11 +451,10 @@ impl Reducer {
         key: &[u8],
         record: &[u8],
         emit: &mut Emit<'_>,
-    ) -> Result<Option<[u8; 13]>> {
+    ) -> Result<Option<[u8; Pointer::LEN]>> {
         let key = BacklinkKey::parse(key)?;
         let item_hash = key.item_hash;
         let rec = LinkRecord::decode(record)?;
-        let pointer = Pointer::to_link(&rec.source_url, &rec.target_url, &self.hasher);
         let items = Item::levels_of_url(&rec.target_url)
             .into_iter()
             .filter(|item| self.hasher.hash(item.level, &item.name) == item_hash);
@@ -463,7 +462,7 @@ impl Reducer {
         for c in self.contributions.drain(..) {
             self.sum.add(c, emit);
         }
-        Ok((!pointer.is_url_row(&key)).then(|| pointer.encode()))
+        Ok((!key.is_url_row(&self.hasher)).then(|| Pointer::from_source(&rec.source_url).encode()))
     }
 
     /// What the reducer sums across groups up to `table`'s group of `key`.
@@ -502,7 +501,7 @@ impl Reducer {
                 if let Some(v) = values.next_value() {
                     let v = v.to_vec();
                     let pointer = self.backlink_views(key, &v, &mut |t, k, v| out.feed(t, k, v))?;
-                    out.backlink(key.to_vec(), v, pointer);
+                    out.backlink(key.to_vec(), v, pointer.as_ref().map(|p| p.as_slice()));
                 }
             }
             Table::Links

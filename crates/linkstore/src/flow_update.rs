@@ -463,7 +463,7 @@ impl<E: Fn(u64, EndName<'_>) -> Option<LinkEnd>> Rekey<'_, E> {
                 let source = match checked {
                     Some(end) => end,
                     None => {
-                        let url = self.source_of_pointer(&key, &pointer)?;
+                        let url = self.source_of_pointer(&key)?;
                         (self.end_of)(source_hash, EndName::Url(&url)).unwrap_or_default()
                     }
                 };
@@ -473,13 +473,11 @@ impl<E: Fn(u64, EndName<'_>) -> Option<LinkEnd>> Rekey<'_, E> {
                 let slots = FlowSlots::find(v)?;
                 let end = |hash, url| (self.end_of)(hash, EndName::Url(url)).unwrap_or_default();
                 let source = end(source_hash, slots.source_url);
-                let pointer =
-                    Pointer::to_link(slots.source_url, slots.target_url, &self.store.hasher);
-                let value = if pointer.is_url_row(&key) {
+                let value = if key.is_url_row(&self.store.hasher) {
                     let target = end(target_hash, slots.target_url);
                     slots.rewrite(v, &source, &target)
                 } else {
-                    pointer.encode().to_vec()
+                    Pointer::from_source(slots.source_url).encode().to_vec()
                 };
                 (source.flow.trust_flow, value)
             }
@@ -500,9 +498,9 @@ impl<E: Fn(u64, EndName<'_>) -> Option<LinkEnd>> Rekey<'_, E> {
 
     /// The source URL of a pointer row of the serving generation, from the URL row it
     /// names: only when its source's hashes do not settle which URL it is.
-    fn source_of_pointer(&self, key: &BacklinkKey, pointer: &Pointer) -> Result<String> {
+    fn source_of_pointer(&self, key: &BacklinkKey) -> Result<String> {
         let s = self.store;
-        let at_url = key.at_url(pointer.url_item_hash).bytes();
+        let at_url = key.url_row(&s.hasher).bytes();
         let record =
             s.db.get_pinned_cf(s.cf(CF_BACKLINKS), at_url)?
                 .ok_or_else(Pointer::url_row_missing)?;

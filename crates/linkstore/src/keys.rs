@@ -1,7 +1,7 @@
 //! Key layouts of every column family (diagrams in `docs/format.md`).
 //!
 //! Every per-item key starts with the 8-byte big-endian xxh3 hash of the item (level byte
-//! then name), so one item's rows are contiguous and items spread evenly over the key
+//! then name; a URL's is its [`url_hash`]), so one item's rows are contiguous and items spread evenly over the key
 //! space (the partitioning unit if the store is ever split across machines).
 //!
 //! Aggregate keys carry the full item name after the hash, so they are exact even when
@@ -30,11 +30,25 @@ impl ItemHasher {
         self.bits
     }
 
+    /// A URL's item hash is its [`url_hash`] (cut to `bits`), so a backlink key, which
+    /// holds the target's `url_hash`, names the target URL's row without its text; the
+    /// other levels hash the level byte, then the name.
     pub fn hash(&self, level: Level, name: &str) -> u64 {
+        if level == Level::Url {
+            return self.url_item(url_hash(name));
+        }
         let mut buf = Vec::with_capacity(name.len() + 1);
         buf.push(level as u8);
         buf.extend_from_slice(name.as_bytes());
-        let h = xxh3_64(&buf);
+        self.cut(xxh3_64(&buf))
+    }
+
+    /// The item hash of the URL whose [`url_hash`] is `url_hash`.
+    pub fn url_item(&self, url_hash: u64) -> u64 {
+        self.cut(url_hash)
+    }
+
+    fn cut(&self, h: u64) -> u64 {
         if self.bits == 64 {
             h
         } else {

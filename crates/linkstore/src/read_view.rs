@@ -469,10 +469,8 @@ impl ReadView {
                 // A URL's own rows hold their records: a pointer under its hash is a
                 // colliding host's or root domain's.
                 Some(_) if item.level == Level::Url => {}
-                Some(pointer) => {
-                    let at_url = BacklinkKey::parse(key)?
-                        .at_url(pointer.url_item_hash)
-                        .bytes();
+                Some(_) => {
+                    let at_url = BacklinkKey::parse(key)?.url_row(&self.hasher).bytes();
                     held.push(ScannedRow::AtUrl(at_url));
                 }
             }
@@ -848,7 +846,7 @@ mod tests {
             source_trust_flow: 0,
             link: link_key(source, target),
         };
-        let pointer = Pointer::to_link(source, target, &store.hasher);
+        let pointer = Pointer::from_source(source);
         store
             .db
             .put_cf(store.cf(CF_BACKLINKS), key.bytes(), pointer.encode())

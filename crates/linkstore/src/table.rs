@@ -235,11 +235,33 @@ impl BacklinkKey {
     }
 
     /// The key of this link's row under its target URL, which holds the record a
-    /// pointer row of the same link stands for.
-    pub(crate) fn at_url(&self, url_item_hash: u64) -> BacklinkKey {
+    /// pointer row of the same link stands for: the target's item hash is its
+    /// `url_hash`, the key's last eight bytes.
+    pub(crate) fn url_row(&self, hasher: &keys::ItemHasher) -> BacklinkKey {
+        let target_hash = u64::from_be_bytes(self.link[8..].try_into().expect("8 bytes"));
         BacklinkKey {
-            item_hash: url_item_hash,
+            item_hash: hasher.url_item(target_hash),
             ..*self
+        }
+    }
+
+    /// True when this is the link's URL row (which holds the record).
+    pub(crate) fn is_url_row(&self, hasher: &keys::ItemHasher) -> bool {
+        self.url_row(hasher) == *self
+    }
+
+    /// What this row holds for a link whose record is `record` and pointer `pointer`:
+    /// the record in its URL row, the pointer in the others.
+    pub(crate) fn row(
+        &self,
+        hasher: &keys::ItemHasher,
+        pointer: Pointer,
+        record: EncodedRecord,
+    ) -> BacklinkRow {
+        if self.is_url_row(hasher) {
+            BacklinkRow::Record(record)
+        } else {
+            BacklinkRow::AtUrl(pointer)
         }
     }
 }
@@ -248,31 +270,30 @@ built_key!(BacklinkKey, Table::Backlinks, BacklinkRow);
 /// First byte of a pointer row's value; a record's is its version, a small number.
 pub const BACKLINK_POINTER: u8 = 0xB1;
 
-/// What the host and root-domain rows of a link hold in place of its record.
+/// What the host and root-domain rows of a link hold in place of its record. The URL
+/// row it stands for is named by the row's own key ([`BacklinkKey::url_row`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Pointer {
-    /// The target URL's item hash: with the row's generation, SourceTrustFlow and link,
-    /// the key of the URL row ([`BacklinkKey::at_url`]).
-    pub url_item_hash: u64,
     /// [`keys::url_check_hash`] of the source URL: with the link's source hash, what a
     /// flow build finds the source by when it re-keys the row, without reading the URL.
     pub source_check: u32,
 }
 
 impl Pointer {
-    /// The pointer to the URL row of a link from `source` to `target`.
-    pub(crate) fn to_link(source: &str, target: &str, hasher: &keys::ItemHasher) -> Pointer {
+    /// Bytes of a stored pointer.
+    pub(crate) const LEN: usize = 5;
+
+    /// The pointer of a link from `source`.
+    pub(crate) fn from_source(source: &str) -> Pointer {
         Pointer {
-            url_item_hash: hasher.hash(crate::item::Level::Url, target),
             source_check: keys::url_check_hash(source),
         }
     }
 
-    /// `BACKLINK_POINTER | url_item_hash u64be | source_check u32be`.
-    pub(crate) fn encode(&self) -> [u8; 13] {
-        let mut v = [BACKLINK_POINTER; 13];
-        v[1..9].copy_from_slice(&self.url_item_hash.to_be_bytes());
-        v[9..].copy_from_slice(&self.source_check.to_be_bytes());
+    /// `BACKLINK_POINTER | source_check u32be`.
+    pub(crate) fn encode(&self) -> [u8; Pointer::LEN] {
+        let mut v = [BACKLINK_POINTER; Pointer::LEN];
+        v[1..].copy_from_slice(&self.source_check.to_be_bytes());
         v
     }
 
@@ -280,31 +301,15 @@ impl Pointer {
     pub(crate) fn of_value(value: &[u8]) -> Result<Option<Pointer>> {
         match value {
             [BACKLINK_POINTER, rest @ ..] => {
-                let rest: &[u8; 12] = rest
+                let check: [u8; 4] = rest
                     .try_into()
-                    .map_err(|_| Error::corrupt(CF_BACKLINKS, "pointer row is not 13 bytes"))?;
+                    .map_err(|_| Error::corrupt(CF_BACKLINKS, "pointer row is not 5 bytes"))?;
                 Ok(Some(Pointer {
-                    url_item_hash: u64::from_be_bytes(rest[..8].try_into().expect("8 bytes")),
-                    source_check: u32::from_be_bytes(rest[8..].try_into().expect("4 bytes")),
+                    source_check: u32::from_be_bytes(check),
                 }))
             }
             _ => Ok(None),
         }
-    }
-
-    /// The row `key` holds for the link: its record if `key` is the target URL's row,
-    /// else this pointer.
-    pub(crate) fn row(&self, key: &BacklinkKey, record: EncodedRecord) -> BacklinkRow {
-        if self.is_url_row(key) {
-            BacklinkRow::Record(record)
-        } else {
-            BacklinkRow::AtUrl(*self)
-        }
-    }
-
-    /// True when `key` is the link's URL row (which holds the record).
-    pub(crate) fn is_url_row(&self, key: &BacklinkKey) -> bool {
-        key.item_hash == self.url_item_hash
     }
 
     /// What reading the URL row of a pointer row finds when that row is absent.

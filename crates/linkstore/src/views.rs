@@ -158,7 +158,7 @@ pub(crate) fn link_contributions(
     });
     let link = link_key(&rec.source_url, &rec.target_url);
     let encoded = (sign > 0).then(|| EncodedRecord::of(rec));
-    let pointer = Pointer::to_link(&rec.source_url, &rec.target_url, hasher);
+    let pointer = Pointer::from_source(&rec.source_url);
     for item in Item::levels_of_url(&rec.target_url) {
         out.push(Contribution::Backlink {
             key: BacklinkKey {

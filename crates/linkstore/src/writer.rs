@@ -436,7 +436,7 @@ impl<'a> Writer<'a> {
         let index_key = self.store.hasher.item_key(&Item::index());
         self.add_counters(index_key, &delta);
         let source_domain = domain_of_url(&rec.source_url);
-        let pointer = Pointer::to_link(&rec.source_url, &rec.target_url, &self.store.hasher);
+        let pointer = Pointer::from_source(&rec.source_url);
         // In line with other contributions: a backlink row's writes keep their order.
         for item in Item::levels_of_url(&rec.target_url) {
             let key = BacklinkKey {
@@ -446,7 +446,7 @@ impl<'a> Writer<'a> {
                 link,
             };
             // The other levels' rows point to the URL row by key alone: unchanged.
-            if pointer.is_url_row(&key) {
+            if key.is_url_row(&self.store.hasher) {
                 self.pending.push(Contribution::Backlink {
                     key,
                     pointer,
@@ -653,7 +653,10 @@ impl<'a> Writer<'a> {
                 pointer,
                 record,
             } => match record {
-                Some(record) => self.batch.put(&key, &pointer.row(&key, record)),
+                Some(record) => {
+                    let row = key.row(&self.store.hasher, pointer, record);
+                    self.batch.put(&key, &row)
+                }
                 None => self.batch.delete(&key),
             },
             Contribution::Expiry { key, sign } => {

@@ -438,7 +438,7 @@ fn hash_collisions_never_leak_another_items_links() {
 }
 
 /// A link's record is kept once among its backlink rows: whole under its target URL, a
-/// 13-byte pointer to that row under the target's host and root domain. Every level
+/// 5-byte pointer to that row under the target's host and root domain. Every level
 /// still reads every record as the `links` table holds it, through re-crawls that keep,
 /// change and lose links, and with 2-bit item hashes.
 #[test]
@@ -473,7 +473,7 @@ fn a_record_is_kept_once_among_its_backlink_rows_and_read_at_every_level() {
         store
             .read()
             .scan_table(linkstore::build::Table::Backlinks, |_, v| {
-                if v.len() == 13 && v[0] == 0xB1 {
+                if v.len() == 5 && v[0] == 0xB1 {
                     pointers += 1;
                 } else {
                     records += 1;
