@@ -1,7 +1,7 @@
 //! Fixtures shared by the benchmarks: a store with one very hot target, built once and
 //! kept under `target/bench-data` between runs.
 
-use linkstore::{CrawlOutcome, OutLink, PageCrawl, Store, StoreOptions};
+use linkstore::{CrawlOutcome, OutLink, PageCrawl, Store, StoreOptions, FORMAT_VERSION};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -16,9 +16,10 @@ pub fn bench_dir() -> PathBuf {
 
 /// A store in which `HOT_URL` has `links` backlinks from `links / 20` source domains
 /// (20 pages each), every source also linking to one of 1,000 cold targets. 10% of the
-/// hot links are later deleted. Built on first use, then reused.
+/// hot links are later deleted. Built on first use, then reused while the storage format
+/// stays the same (the format is in its directory's name).
 pub fn hot_store(links: usize) -> Store {
-    let path = bench_dir().join(format!("hot-{links}"));
+    let path = bench_dir().join(format!("hot-{links}-format{FORMAT_VERSION}"));
     let done = path.join("BUILT");
     if !done.exists() {
         let _ = std::fs::remove_dir_all(&path);

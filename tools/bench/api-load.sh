@@ -11,7 +11,8 @@ secs=${1:-10}
 scripts/setup.sh
 command -v wrk >/dev/null || { sudo=""; [ "$(id -u)" -ne 0 ] && sudo=sudo; $sudo apt-get install -y -qq wrk; }
 cargo build --release -q -p linkbase
-store=target/bench-data/hot-1000000
+format=$(sed -n 's/^pub const FORMAT_VERSION: u8 = \([0-9]*\);/\1/p' crates/linkstore/src/store.rs)
+store=target/bench-data/hot-1000000-format$format
 if [ ! -e "$store/BUILT" ]; then
     cargo bench -q -p linkbase-benches --bench backlinks -- --test >/dev/null
 fi
