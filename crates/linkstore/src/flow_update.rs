@@ -456,7 +456,7 @@ impl<E: Fn(u64, EndName<'_>) -> Option<LinkEnd>> Rekey<'_, E> {
     /// rewritten, or a pointer kept (and made, when the row is not its target URL's).
     fn rekey(&mut self, k: &[u8], v: &[u8]) -> Result<()> {
         let key = BacklinkKey::parse(k)?;
-        let (source_hash, target_hash) = url_hashes(&key.link);
+        let (source_hash, target_hash) = crate::keys::link_hashes(&key.link);
         let (source_trust_flow, value) = match Pointer::of_value(v)? {
             Some(pointer) => {
                 let checked = (self.end_of)(source_hash, EndName::Check(pointer.source_check));
@@ -544,13 +544,6 @@ impl<E: Fn(u64, EndName<'_>) -> Option<LinkEnd>> Rekey<'_, E> {
         self.batches.batch.put_cf(cf, key, value);
         self.batches.added()
     }
-}
-
-/// The source and target URL hashes of a `links` key.
-fn url_hashes(link: &[u8; 16]) -> (u64, u64) {
-    let (source, target) = link.split_at(8);
-    let hash = |b: &[u8]| u64::from_be_bytes(b.try_into().expect("8 bytes"));
-    (hash(source), hash(target))
 }
 
 /// Rows of the next generation written through the memtable, [`BATCH_ROWS`] at a time and

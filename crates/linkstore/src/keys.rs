@@ -1,8 +1,9 @@
 //! Key layouts of every column family (diagrams in `docs/format.md`).
 //!
 //! Every per-item key starts with the 8-byte big-endian xxh3 hash of the item (level byte
-//! then name; a URL's is its [`url_hash`]), so one item's rows are contiguous and items spread evenly over the key
-//! space (the partitioning unit if the store is ever split across machines).
+//! then name; a URL's is its [`url_hash`]), so one item's rows are contiguous and items
+//! spread evenly over the key space (the partitioning unit if the store is ever split
+//! across machines).
 //!
 //! Aggregate keys carry the full item name after the hash, so they are exact even when
 //! hashes collide. Backlink ordering keys carry only the hash; readers verify the full
@@ -90,6 +91,13 @@ pub fn link_key(source: &str, target: &str) -> [u8; 16] {
     k[..8].copy_from_slice(&url_hash(source).to_be_bytes());
     k[8..].copy_from_slice(&url_hash(target).to_be_bytes());
     k
+}
+
+/// The source and target URL hashes a [`link_key`] holds.
+pub(crate) fn link_hashes(link: &[u8; 16]) -> (u64, u64) {
+    let (source, target) = link.split_at(8);
+    let hash = |b: &[u8]| u64::from_be_bytes(b.try_into().expect("8 bytes"));
+    (hash(source), hash(target))
 }
 
 /// What an `expiry` row stands for: its key's first byte.

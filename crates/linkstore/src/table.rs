@@ -238,7 +238,7 @@ impl BacklinkKey {
     /// pointer row of the same link stands for: the target's item hash is its
     /// `url_hash`, the key's last eight bytes.
     pub(crate) fn url_row(&self, hasher: &keys::ItemHasher) -> BacklinkKey {
-        let target_hash = u64::from_be_bytes(self.link[8..].try_into().expect("8 bytes"));
+        let (_, target_hash) = keys::link_hashes(&self.link);
         BacklinkKey {
             item_hash: hasher.url_item(target_hash),
             ..*self
