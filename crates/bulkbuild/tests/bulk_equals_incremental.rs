@@ -277,3 +277,113 @@ fn a_page_crawled_thousands_of_times_is_replayed_in_time_order() {
         assert_same(&expected, &got, &format!("{workers} workers"));
     }
 }
+
+/// A crawl file of one JSON line per page: `(url, links as (target, anchor text))`.
+fn crawl_file(path: &Path, day: u32, pages: &[(String, Vec<(String, String)>)]) -> PathBuf {
+    let mut out = String::new();
+    for (url, links) in pages {
+        let links: Vec<String> = links
+            .iter()
+            .map(|(target, text)| format!(r#"{{"url":"{target}","type":"a","text":"{text}"}}"#))
+            .collect();
+        out.push_str(&format!(
+            r#"{{"url":"{url}","fetched_at":"2025-01-{day:02}T00:00:00Z","status":200,"ip":"10.0.0.1","links":[{}]}}"#,
+            links.join(",")
+        ));
+        out.push('\n');
+    }
+    std::fs::write(path, out).unwrap();
+    path.to_path_buf()
+}
+
+fn anchor_text_rows(rows: &Rows) -> usize {
+    rows[&Table::Distinct]
+        .iter()
+        .filter(|(k, _)| {
+            let item_key_len = 9 + k[9..].iter().position(|&b| b == 0).unwrap() + 1;
+            k[item_key_len] == 3
+        })
+        .count()
+}
+
+/// One domain links to one URL under more anchor texts than a referring-domain row holds
+/// (`ANCHORS_IN_ROW`): their counts move to `distinct` rows, and back into the row when a
+/// later crawl brings the domain's texts down to the bound. Both paths store the same
+/// rows, whatever the batches, before and after.
+#[test]
+fn anchor_texts_past_the_row_bound_move_out_and_back_the_same_both_ways() {
+    let tmp = tempfile::tempdir().unwrap();
+    let many = linkstore::ANCHORS_IN_ROW as usize + 16;
+    let target = "http://target.example/x";
+    let pages = |texts: &dyn Fn(usize) -> String| -> Vec<(String, Vec<(String, String)>)> {
+        let mut pages: Vec<_> = (0..many)
+            .map(|i| {
+                let url = format!("http://spam.example/p{i}");
+                (url, vec![(target.to_string(), texts(i))])
+            })
+            .collect();
+        // Another domain shares some texts: an anchor's referring domains count both.
+        pages.push((
+            "http://other.example/".to_string(),
+            (0..4).map(|i| (target.to_string(), texts(i))).collect(),
+        ));
+        pages
+    };
+    let first = crawl_file(
+        &tmp.path().join("a.jsonl"),
+        1,
+        &pages(&|i| format!("text {i:03}")),
+    );
+    // Recrawled: 17 of the pages now share one text, leaving the bound's number.
+    let second = crawl_file(
+        &tmp.path().join("b.jsonl"),
+        2,
+        &pages(&|i| match i {
+            0..=16 => "same".to_string(),
+            _ => format!("text {i:03}"),
+        }),
+    );
+    for bits in [64, 2] {
+        let only_first = incremental(
+            &tmp.path().join(format!("i1-{bits}")),
+            std::slice::from_ref(&first),
+            bits,
+        );
+        // URL, host and root domain each keep the domain's texts out of its row.
+        assert_eq!(anchor_text_rows(&only_first), 3 * many, "{bits}-bit hashes");
+        let got = bulk(
+            &tmp.path().join(format!("b1-{bits}")),
+            std::slice::from_ref(&first),
+            bits,
+            2,
+            SPILLING,
+        );
+        assert_same(
+            &only_first,
+            &got,
+            &format!("first crawl, {bits}-bit hashes"),
+        );
+
+        let files = [first.clone(), second.clone()];
+        let expected = incremental(&tmp.path().join(format!("i2-{bits}")), &files, bits);
+        assert_eq!(anchor_text_rows(&expected), 0, "{bits}-bit hashes");
+        for batch in [1, 5] {
+            let dir = tmp.path().join(format!("i2-{bits}-{batch}"));
+            let got = incremental_in_batches(&dir, &files, bits, batch);
+            assert_same(
+                &expected,
+                &got,
+                &format!("batches of {batch}, {bits}-bit hashes"),
+            );
+        }
+        for memory in [SPILLING, BuildOptions::default().memory_bytes] {
+            let dir = tmp.path().join(format!("b2-{bits}-{memory}"));
+            let got = bulk(&dir, &files, bits, 2, memory);
+            assert_same(
+                &expected,
+                &got,
+                &format!("{memory} bytes, {bits}-bit hashes"),
+            );
+        }
+    }
+}

@@ -1,16 +1,25 @@
 //! Per-item counters and aggregate rows (referring domains, anchor texts, timeline),
 //! with their versioned encodings and the counters' merge operator.
 
-use crate::codec::{put_ivarint, Reader};
+use crate::codec::{put_bytes, put_ivarint, put_uvarint, Reader};
 use crate::error::Result;
 use crate::store::{CF_ANCHORS, CF_ANCHORS_RANKED, CF_REFDOMAINS, CF_REFDOMAINS_RANKED};
 use crate::views::min_nonzero;
 
 pub const COUNTERS_VERSION: u8 = 1;
 pub const AGGREGATE_VERSION: u8 = 1;
-/// Version of referring-domain and anchor-text values. Version 1 repeated the member
-/// (domain, anchor text) that ends the row's key; version 2 leaves it to the key.
+/// Version of anchor-text values and of referring-domain ranked copies. Version 1
+/// repeated the member (domain, anchor text) that ends the row's key; version 2 leaves it
+/// to the key.
 pub const MEMBER_ROW_VERSION: u8 = 2;
+/// Version of referring-domain rows: version 2's fields, then the row's anchor texts
+/// (format 11).
+pub const REF_DOMAIN_ROW_VERSION: u8 = 3;
+
+/// Most anchor texts a referring-domain row holds itself: a row whose links use more
+/// keeps none, and `distinct` kind-3 rows count them instead, so one domain linking to
+/// an item under millions of texts cannot grow one value without bound.
+pub const ANCHORS_IN_ROW: i64 = 64;
 
 /// Items with at most this many referring-domain (or anchor-text) rows keep no ranked
 /// copies: a read sorts their few rows instead. Most items are small (at 1.04M links,
@@ -249,27 +258,77 @@ pub struct RefDomain {
     pub nofollow_links: i64,
     pub first_seen: u32,
     pub last_seen: u32,
+    /// The lower-cased anchor texts of these backlinks: what an anchor's referring-domain
+    /// count is kept from. Rows only; ranked copies leave them out.
+    pub(crate) anchors: RowAnchors,
+}
+
+/// The anchor texts of a referring-domain row's backlinks.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct RowAnchors {
+    /// Distinct texts.
+    pub(crate) texts: i64,
+    /// Each text with its backlinks, sorted by text, while `texts` is at most
+    /// [`ANCHORS_IN_ROW`]; empty above, when `distinct` kind-3 rows hold the counts.
+    pub(crate) counts: Vec<(String, i64)>,
+}
+
+impl RowAnchors {
+    /// Whether the row holds its texts (else `distinct` kind-3 rows do).
+    pub(crate) fn in_row(&self) -> bool {
+        self.texts <= ANCHORS_IN_ROW
+    }
+
+    /// Moves `text`'s count by `sign` in a row that holds its texts; returns the change
+    /// in distinct texts (1 when the text appears, -1 when its count drops to 0).
+    pub(crate) fn bump(&mut self, text: &str, sign: i64) -> i64 {
+        let at = self.counts.binary_search_by(|(t, _)| t.as_str().cmp(text));
+        let before = at.map_or(0, |i| self.counts[i].1);
+        let after = before + sign;
+        match (at, after > 0) {
+            (Ok(i), true) => self.counts[i].1 = after,
+            (Ok(i), false) => {
+                self.counts.remove(i);
+            }
+            (Err(i), true) => self.counts.insert(i, (text.to_string(), after)),
+            (Err(_), false) => {}
+        }
+        let moved = i64::from(after > 0) - i64::from(before > 0);
+        self.texts += moved;
+        moved
+    }
 }
 
 impl RefDomain {
     /// Adds another share of the same row (the default row is the empty sum): counts
-    /// add, the first day is the earliest non-zero one, the last the latest.
+    /// add, the first day is the earliest non-zero one, the last the latest, and anchor
+    /// texts join (a bulk build brings a row's texts in one share of their own).
     pub(crate) fn fold(&mut self, d: &RefDomain) {
         self.links += d.links;
         self.deleted_links += d.deleted_links;
         self.nofollow_links += d.nofollow_links;
         self.first_seen = min_nonzero(self.first_seen, d.first_seen);
         self.last_seen = self.last_seen.max(d.last_seen);
+        if d.anchors.texts != 0 {
+            self.anchors.texts += d.anchors.texts;
+            self.anchors.counts.extend(d.anchors.counts.iter().cloned());
+            self.anchors.counts.sort_unstable();
+        }
     }
 
     pub fn live_links(&self) -> i64 {
         self.links - self.deleted_links
     }
 
-    /// The value of the row; the domain is the key's.
-    pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(12);
-        out.push(MEMBER_ROW_VERSION);
+    /// The row as readers see it: its anchor texts are the writers' business.
+    pub(crate) fn without_anchors(self) -> RefDomain {
+        RefDomain {
+            anchors: RowAnchors::default(),
+            ..self
+        }
+    }
+
+    fn put_counts(&self, out: &mut Vec<u8>) {
         for v in [
             self.links,
             self.deleted_links,
@@ -277,23 +336,82 @@ impl RefDomain {
             i64::from(self.first_seen),
             i64::from(self.last_seen),
         ] {
-            put_ivarint(&mut out, v);
+            put_ivarint(out, v);
+        }
+    }
+
+    /// The value of the row, version 3; the domain is the key's.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(16);
+        out.push(REF_DOMAIN_ROW_VERSION);
+        self.put_counts(&mut out);
+        put_uvarint(&mut out, self.anchors.texts.max(0) as u64);
+        if self.anchors.in_row() {
+            for (text, n) in &self.anchors.counts {
+                put_bytes(&mut out, text.as_bytes());
+                put_ivarint(&mut out, *n);
+            }
         }
         out
     }
 
-    /// The row of `domain` (the member its key ends with) from its value.
+    /// The value of the row's ranked copy, version 2: the counts without the texts.
+    pub(crate) fn encode_ranked(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(12);
+        out.push(MEMBER_ROW_VERSION);
+        self.put_counts(&mut out);
+        out
+    }
+
+    /// The row of `domain` (the member its key ends with) from a row's value (version 3)
+    /// or a ranked copy's (version 2), without the row's anchor texts: what readers see.
     pub fn decode(domain: &str, buf: &[u8]) -> Result<RefDomain> {
+        RefDomain::read_counts(domain, &mut Reader::new(buf, "refdomains")).map(|(row, _)| row)
+    }
+
+    /// The row of `domain` from a row's value (version 3) with its anchor texts, as the
+    /// writers keep it.
+    pub(crate) fn decode_row(domain: &str, buf: &[u8]) -> Result<RefDomain> {
         let mut r = Reader::new(buf, "refdomains");
-        r.version(MEMBER_ROW_VERSION)?;
-        Ok(RefDomain {
+        let (mut row, version) = RefDomain::read_counts(domain, &mut r)?;
+        if version != REF_DOMAIN_ROW_VERSION {
+            return Err(crate::Error::corrupt(
+                "refdomains",
+                format!("row version {version}, expected {REF_DOMAIN_ROW_VERSION}"),
+            ));
+        }
+        row.anchors.texts = r.uvarint()? as i64;
+        if row.anchors.in_row() {
+            for _ in 0..row.anchors.texts {
+                let text = r.string()?;
+                row.anchors.counts.push((text, r.ivarint()?));
+            }
+        }
+        Ok(row)
+    }
+
+    /// The version and counts that start both kinds of value.
+    fn read_counts(domain: &str, r: &mut Reader<'_>) -> Result<(RefDomain, u8)> {
+        let version = r.u8()?;
+        if version != MEMBER_ROW_VERSION && version != REF_DOMAIN_ROW_VERSION {
+            return Err(crate::Error::corrupt(
+                "refdomains",
+                format!(
+                    "value version {version}, expected {MEMBER_ROW_VERSION} or \
+                     {REF_DOMAIN_ROW_VERSION}"
+                ),
+            ));
+        }
+        let row = RefDomain {
             domain: domain.to_string(),
             links: r.ivarint()?,
             deleted_links: r.ivarint()?,
             nofollow_links: r.ivarint()?,
             first_seen: r.ivarint()? as u32,
             last_seen: r.ivarint()? as u32,
-        })
+            anchors: RowAnchors::default(),
+        };
+        Ok((row, version))
     }
 
     /// Words of [`RefDomain::rank`] in a ranked key.
@@ -409,6 +527,41 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_row_holds_its_anchor_texts_up_to_the_bound_and_only_their_number_above() {
+        let mut row = RefDomain {
+            domain: "a.com".into(),
+            links: 100,
+            ..Default::default()
+        };
+        for i in 0..ANCHORS_IN_ROW {
+            assert_eq!(row.anchors.bump(&format!("text {i}"), 1), 1);
+        }
+        assert_eq!(row.anchors.bump("text 0", 1), 0, "a text seen again");
+        assert_eq!(row.anchors.counts[0], ("text 0".to_string(), 2));
+        let value = row.encode();
+        assert_eq!(RefDomain::decode_row("a.com", &value).unwrap(), row);
+        // Readers see the counts alone.
+        let seen = RefDomain::decode("a.com", &value).unwrap();
+        assert_eq!((seen.links, seen.anchors), (100, RowAnchors::default()));
+        // One text more: the row keeps only their number (the writers move the counts
+        // to `distinct` rows).
+        row.anchors.texts += 1;
+        row.anchors.counts.clear();
+        let small = row.encode();
+        assert!(small.len() < 12, "{} bytes", small.len());
+        let back = RefDomain::decode_row("a.com", &small).unwrap();
+        assert_eq!(back.anchors.texts, ANCHORS_IN_ROW + 1);
+        assert!(back.anchors.counts.is_empty() && !back.anchors.in_row());
+        // Texts going: counts fall, and a text at 0 leaves the row.
+        let mut row = RefDomain::default();
+        row.anchors.bump("b", 1);
+        row.anchors.bump("a", 1);
+        assert_eq!(row.anchors.bump("b", -1), -1);
+        assert_eq!(row.anchors.counts, vec![("a".to_string(), 1)]);
+        assert_eq!(row.anchors.texts, 1);
+    }
+
+    #[test]
     fn counters_combine_sums_minima_and_maxima() {
         let mut acc = Counters {
             ext_backlinks: 5,
@@ -448,6 +601,7 @@ mod tests {
             nofollow_links: 2,
             first_seen: 5,
             last_seen: 9,
+            anchors: RowAnchors::default(),
         };
         let value = d.encode();
         assert!(

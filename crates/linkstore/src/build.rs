@@ -24,7 +24,8 @@
 //! ranges never overlap.
 
 use crate::aggregate::{
-    accumulate, has_ranked_copies, AnchorText, Counters, RefDomain, TimelineDelta,
+    accumulate, has_ranked_copies, AnchorText, Counters, RefDomain, RowAnchors, TimelineDelta,
+    ANCHORS_IN_ROW,
 };
 use crate::crawl::{crawl_order, crawl_status, newer_crawl, next_state, CrawlOrder, UrlMetrics};
 use crate::error::{Error, Result};
@@ -39,8 +40,8 @@ use crate::table::{
     TimelineKey, UrlRefKey,
 };
 use crate::views::{
-    anchor_of_member, distinct_feed, link_contributions, out_domain_counters, page_out_domains,
-    ref_domain_counters, subnet_of_member, target_contributions, Contribution, DistinctFeed,
+    distinct_counters, link_contributions, out_domain_counters, page_out_domains,
+    ref_domain_counters, split_anchor_member, subnet_of_member, target_contributions, Contribution,
 };
 use crate::writer::ApplyStats;
 use std::collections::BTreeMap;
@@ -129,9 +130,10 @@ impl Table {
         match self {
             Table::Links | Table::Pages => 0,
             Table::Backlinks | Table::Urls | Table::Expiry => 1,
-            Table::Distinct | Table::RefDomains | Table::Timeline => 2,
-            Table::Anchors | Table::RefDomainsRanked => 3,
-            Table::AnchorsRanked => 4,
+            // A referring-domain row takes its anchor texts from the `distinct` rows.
+            Table::Distinct | Table::Timeline => 2,
+            Table::Anchors | Table::RefDomains => 3,
+            Table::RefDomainsRanked | Table::AnchorsRanked => 4,
             Table::Counters => 5,
         }
     }
@@ -352,6 +354,82 @@ pub struct Reducer {
     ranked_anchors: RankedCopies,
     /// `item_key | kind | subnet` of the last referring address reduced.
     last_subnet: Vec<u8>,
+    anchor_run: AnchorRun,
+}
+
+/// One referring domain's anchor texts as they are reduced (`distinct` kind 3 rows,
+/// `domain \x01 anchor`, sort together): held until the domain's last, then given to
+/// its referring-domain row, or written as `distinct` rows once there are more than
+/// [`ANCHORS_IN_ROW`], the row then keeping only their number.
+#[derive(Default)]
+struct AnchorRun {
+    /// `item_key | 3 | domain \x01`; empty while no run is open.
+    prefix: Vec<u8>,
+    item_key_len: usize,
+    domain: String,
+    /// Each text's `distinct` key, text and count, while there are at most the bound.
+    held: Vec<(Vec<u8>, String, i64)>,
+    /// Texts written as `distinct` rows, once past the bound.
+    written: i64,
+}
+
+impl AnchorRun {
+    /// The next anchor text (of `domain`) of an item, with its count.
+    fn add(&mut self, key: &DistinctKey<'_>, domain: &str, n: i64, out: &mut dyn ReduceOut) {
+        let raw = key.encode();
+        let prefix_len = key.item_key.len() + 1 + domain.len() + 1;
+        if raw[..prefix_len] != self.prefix[..] {
+            self.end(out);
+            self.prefix.extend_from_slice(&raw[..prefix_len]);
+            self.item_key_len = key.item_key.len();
+            self.domain.push_str(domain);
+        }
+        if self.written > 0 {
+            out.row(Table::Distinct, raw, Count(n).encode());
+            self.written += 1;
+            return;
+        }
+        let text = key.member[domain.len() + 1..].to_string();
+        self.held.push((raw, text, n));
+        if self.held.len() as i64 > ANCHORS_IN_ROW {
+            for (raw, _, n) in self.held.drain(..) {
+                out.row(Table::Distinct, raw, Count(n).encode());
+                self.written += 1;
+            }
+        }
+    }
+
+    /// Ends the open run: feeds its referring-domain row the texts, or their number.
+    fn end(&mut self, out: &mut dyn ReduceOut) {
+        if self.prefix.is_empty() {
+            return;
+        }
+        let anchors = if self.written > 0 {
+            RowAnchors {
+                texts: self.written,
+                counts: Vec::new(),
+            }
+        } else {
+            RowAnchors {
+                texts: self.held.len() as i64,
+                counts: self.held.drain(..).map(|(_, text, n)| (text, n)).collect(),
+            }
+        };
+        let share = RefDomain {
+            anchors,
+            ..Default::default()
+        };
+        let key = RefDomainKey {
+            item_key: &self.prefix[..self.item_key_len],
+            domain: &self.domain,
+        };
+        let (t, k, v) = row(&key, &share);
+        out.feed(t, k, v);
+        self.prefix.clear();
+        self.domain.clear();
+        self.held.clear();
+        self.written = 0;
+    }
 }
 
 /// The ranked copies of one item's referring-domain or anchor rows, held back until the
@@ -407,6 +485,7 @@ impl Reducer {
             ranked_ref_domains: RankedCopies::default(),
             ranked_anchors: RankedCopies::default(),
             last_subnet: Vec::new(),
+            anchor_run: AnchorRun::default(),
         }
     }
 
@@ -420,6 +499,7 @@ impl Reducer {
     /// Emits what the last groups' contributions still hold: call after the last group of
     /// a sorter, before its fed rows are sorted.
     pub fn finish(&mut self, out: &mut dyn ReduceOut) {
+        self.anchor_run.end(out);
         let items = matches!(self.summing.take(), Some(Summing::Items(_)));
         let whole = self.sum.take_whole();
         if !(items && whole) {
@@ -490,6 +570,9 @@ impl Reducer {
         values: &mut dyn Values,
         out: &mut dyn ReduceOut,
     ) -> Result<()> {
+        if table != Table::Distinct {
+            self.anchor_run.end(out);
+        }
         let lead = self.summing_for(table, key);
         if self.summing != lead {
             self.finish(out);
@@ -530,9 +613,15 @@ impl Reducer {
                 if n <= 0 {
                     return Ok(());
                 }
+                if key.kind == DistinctKind::AnchorDomain {
+                    let (domain, text) = split_anchor_member(key.member);
+                    self.anchor_run.add(&key, domain, n, out);
+                    let fed = &mut |t, k, v| out.feed(t, k, v);
+                    self.sum.add_anchor_ref_domain(key.item_key, text, fed);
+                    return Ok(());
+                }
                 let (t, k, v) = row(&key, &Count(n));
                 out.row(t, k, v);
-                let fed = &mut |t, k, v| out.feed(t, k, v);
                 if key.kind == DistinctKind::RefIp {
                     // One subnet's addresses sort together: count it at its first.
                     let subnet = subnet_of_member(key.member);
@@ -547,13 +636,8 @@ impl Reducer {
                         self.sum.add_counters(key.item_key, &delta);
                     }
                 }
-                match distinct_feed(key.kind, 1) {
-                    DistinctFeed::Counters(delta) => self.sum.add_counters(key.item_key, &delta),
-                    DistinctFeed::Nothing => {}
-                    DistinctFeed::AnchorRefDomains => {
-                        let text = anchor_of_member(key.member);
-                        self.sum.add_anchor_ref_domain(key.item_key, text, fed);
-                    }
+                if let Some(delta) = distinct_counters(key.kind, 1) {
+                    self.sum.add_counters(key.item_key, &delta);
                 }
             }
             Table::RefDomains => {

@@ -240,7 +240,9 @@ pub enum DistinctKind {
     /// Referring IP address of the item's backlinks (spelt by `views::ip_member`); its
     /// subnets are counted from these rows (format 7 kept them as kind 2).
     RefIp = 1,
-    /// Referring domain of one anchor text (member is `anchor \x01 domain`).
+    /// An anchor text of one referring domain (member is `domain \x01 anchor`, so one
+    /// referring-domain row's texts are contiguous). Stored only for rows with more than
+    /// `ANCHORS_IN_ROW` texts; other rows hold theirs (format 11).
     AnchorDomain = 3,
     /// External domain linked from the item's pages.
     OutDomain = 4,

@@ -632,10 +632,11 @@ impl ReadView {
     /// One referring domain's aggregate for an item.
     pub fn ref_domain(&self, item: &Item, domain: &str) -> Result<Option<RefDomain>> {
         let item_key = self.hasher.item_key(item);
-        self.row(&RefDomainKey {
+        let row = self.row(&RefDomainKey {
             item_key: &item_key,
             domain,
-        })
+        })?;
+        Ok(row.map(RefDomain::without_anchors))
     }
 
     /// Many referring domains' aggregates for one item, in one batched read.
@@ -652,7 +653,11 @@ impl ReadView {
                 domain,
             })
             .collect();
-        self.rows(&keys)
+        let rows = self.rows(&keys)?;
+        Ok(rows
+            .into_iter()
+            .map(|r| r.map(RefDomain::without_anchors))
+            .collect())
     }
 
     /// Anchor texts of an item, most referring domains first.

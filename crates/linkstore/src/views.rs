@@ -213,7 +213,7 @@ pub(crate) fn target_contributions(
     // Anchor views hold the lower-cased text (Majestic's GetAnchorText form), so case
     // variants share one row and their referring domains are counted exactly.
     let anchor = rec.anchor_text.to_lowercase();
-    let anchor_domain = pair_member(&anchor, source_domain);
+    let anchor_domain = pair_member(source_domain, &anchor);
     let ip = rec.source_ip.map(ip_member);
     for item in items {
         let item_key = hasher.item_key(&item);
@@ -227,6 +227,7 @@ pub(crate) fn target_contributions(
                 nofollow_links: delta.nofollow_links,
                 first_seen: if sign > 0 { rec.first_seen } else { 0 },
                 last_seen: if sign > 0 { rec.last_seen } else { 0 },
+                ..Default::default()
             },
         });
         // Subnets are counted from the addresses' rows (`subnet_of_member`).
@@ -275,29 +276,23 @@ pub(crate) fn target_contributions(
     }
 }
 
-/// What a distinct member's appearance (`moved` = 1) or disappearance (-1) changes.
-pub(crate) enum DistinctFeed {
-    /// The item's counters.
-    Counters(Counters),
-    /// The referring-domain count of the member's anchor row (`AnchorDomain`).
-    AnchorRefDomains,
-    /// Nothing: the rows themselves are the index (`IpDomain`, `DomainIp`).
-    Nothing,
-}
-
-pub(crate) fn distinct_feed(kind: DistinctKind, moved: i64) -> DistinctFeed {
+/// What a distinct member's appearance (`moved` = 1) or disappearance (-1) changes in
+/// its item's counters: nothing for `IpDomain` and `DomainIp`, whose rows are the index,
+/// nor for `AnchorDomain`, which moves its anchor row's referring-domain count instead.
+pub(crate) fn distinct_counters(kind: DistinctKind, moved: i64) -> Option<Counters> {
     let mut c = Counters::default();
     match kind {
         DistinctKind::RefIp => c.ref_ips = moved,
         DistinctKind::OutDomain => c.out_domains_external = moved,
-        DistinctKind::AnchorDomain => return DistinctFeed::AnchorRefDomains,
-        DistinctKind::IpDomain | DistinctKind::DomainIp => return DistinctFeed::Nothing,
+        DistinctKind::AnchorDomain | DistinctKind::IpDomain | DistinctKind::DomainIp => {
+            return None
+        }
     }
-    DistinctFeed::Counters(c)
+    Some(c)
 }
 
 /// A member made of two parts, `a \x01 b` (domains never hold `\x01`).
-fn pair_member(a: &str, b: &str) -> String {
+pub(crate) fn pair_member(a: &str, b: &str) -> String {
     let mut m = String::with_capacity(a.len() + 1 + b.len());
     m.push_str(a);
     m.push('\u{1}');
@@ -394,10 +389,10 @@ pub(crate) fn ref_domain_counters(domain: &str, any: i64, live: i64) -> Counters
     }
 }
 
-/// The anchor text of an `AnchorDomain` member (`anchor \x01 domain`; domains never hold
-/// `\x01`, anchors may).
-pub(crate) fn anchor_of_member(member: &str) -> &str {
-    member.rsplit_once('\u{1}').map_or(member, |(a, _)| a)
+/// The referring domain and anchor text of an `AnchorDomain` member (`domain \x01
+/// anchor`; domains never hold `\x01`, anchors may).
+pub(crate) fn split_anchor_member(member: &str) -> (&str, &str) {
+    member.split_once('\u{1}').unwrap_or(("", member))
 }
 
 /// The smaller of two day numbers, where 0 means "none".

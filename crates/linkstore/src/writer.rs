@@ -21,7 +21,7 @@ use crate::crawl::{
 };
 use crate::error::Result;
 use crate::item::Item;
-use crate::keys::{link_key, member_of_key, DistinctKind, EXPIRY_LINK, EXPIRY_PAGE};
+use crate::keys::{distinct_key, link_key, member_of_key, DistinctKind, EXPIRY_LINK, EXPIRY_PAGE};
 use crate::page::{day_of, PageCrawl, PageState};
 use crate::record::{FlowPair, LinkRecord};
 use crate::store::*;
@@ -31,8 +31,8 @@ use crate::table::{
     RankedAnchorKey, RankedRefDomainKey, RefDomainKey, TableKey, TimelineKey, UrlRefKey,
 };
 use crate::views::{
-    anchor_of_member, contributions, distinct_feed, domain_of_url, out_domain_counters,
-    page_out_domains, ref_domain_counters, subnet_of_member, Contribution, DistinctFeed,
+    contributions, distinct_counters, domain_of_url, out_domain_counters, page_out_domains,
+    pair_member, ref_domain_counters, split_anchor_member, subnet_of_member, Contribution,
 };
 use rocksdb::{ReadOptions, WriteBatch};
 use std::collections::hash_map::Entry;
@@ -232,6 +232,10 @@ struct BatchRows {
     anchors: HashMap<Vec<u8>, Tracked<AnchorText>>,
     /// By encoded `distinct` key.
     distinct: HashMap<Vec<u8>, i64>,
+    /// The anchor-text keys of `distinct` this batch wrote, by their referring-domain
+    /// prefix (`item_key | 3 | domain \x01`): where a row taking its texts back looks for
+    /// the batch's counts ([`Writer::anchor_texts_back`]).
+    anchor_texts: HashMap<Vec<u8>, Vec<Vec<u8>>>,
     /// Referring addresses that appeared less those that went, per item and subnet (by
     /// `item_key | kind | subnet`): resolved against the store when written.
     subnets: HashMap<Vec<u8>, i64>,
@@ -523,6 +527,19 @@ impl<'a> Writer<'a> {
             match c {
                 Contribution::Distinct {
                     item_key,
+                    kind: DistinctKind::AnchorDomain,
+                    member,
+                    ..
+                } => {
+                    // Counted in the referring-domain row the link's `RefDomain`
+                    // contribution loads (or, past the bound, read when met).
+                    let key = AnchorText::key(item_key, split_anchor_member(member).1).encode();
+                    if !self.rows.anchors.contains_key(&key) {
+                        anchors.push((key, item_key.len()));
+                    }
+                }
+                Contribution::Distinct {
+                    item_key,
                     kind,
                     member,
                     ..
@@ -539,12 +556,6 @@ impl<'a> Writer<'a> {
                                 self.rows.distinct.insert(key, n.max(0));
                             }
                             None => distinct.push((key, typed)),
-                        }
-                    }
-                    if *kind == DistinctKind::AnchorDomain {
-                        let key = AnchorText::key(item_key, anchor_of_member(member)).encode();
-                        if !self.rows.anchors.contains_key(&key) {
-                            anchors.push((key, item_key.len()));
                         }
                     }
                 }
@@ -587,6 +598,18 @@ impl<'a> Writer<'a> {
             Contribution::Counters { item_key, delta } => self.add_counters(item_key, &delta),
             Contribution::Distinct {
                 item_key,
+                kind: DistinctKind::AnchorDomain,
+                member,
+                sign,
+            } => {
+                let (domain, text) = split_anchor_member(&member);
+                let moved = self.bump_row_anchor(&item_key, domain, text, sign)?;
+                if moved != 0 {
+                    self.anchor_row(&item_key, text)?.ref_domains += moved;
+                }
+            }
+            Contribution::Distinct {
+                item_key,
                 kind,
                 member,
                 sign,
@@ -596,13 +619,8 @@ impl<'a> Writer<'a> {
                     if kind == DistinctKind::RefIp {
                         self.move_subnet(&item_key, &member, moved);
                     }
-                    match distinct_feed(kind, moved) {
-                        DistinctFeed::Counters(delta) => self.add_counters(item_key, &delta),
-                        DistinctFeed::AnchorRefDomains => {
-                            let text = anchor_of_member(&member);
-                            self.anchor_row(&item_key, text)?.ref_domains += moved;
-                        }
-                        DistinctFeed::Nothing => {}
+                    if let Some(delta) = distinct_counters(kind, moved) {
+                        self.add_counters(item_key, &delta);
                     }
                 }
             }
@@ -904,6 +922,94 @@ impl<'a> Writer<'a> {
         .encode();
         prefix.pop(); // the member's terminator: the subnet is a prefix of its addresses
         *self.rows.subnets.entry(prefix).or_default() += moved;
+    }
+
+    /// Moves the count of one anchor text among a referring domain's backlinks to an item;
+    /// returns the change in the row's distinct texts. The row holds the counts while
+    /// they are at most [`ANCHORS_IN_ROW`](crate::aggregate::ANCHORS_IN_ROW); past it they move out to `distinct` rows, and
+    /// come back when the row is at the bound again, so a row's place for them depends
+    /// only on how many it has (as in a bulk build).
+    fn bump_row_anchor(
+        &mut self,
+        item_key: &[u8],
+        domain: &str,
+        text: &str,
+        sign: i64,
+    ) -> Result<i64> {
+        let row = self.refdomain_row(item_key, domain)?;
+        if row.anchors.in_row() {
+            let moved = row.anchors.bump(text, sign);
+            if !row.anchors.in_row() {
+                for (text, n) in std::mem::take(&mut row.anchors.counts) {
+                    let key = anchor_text_key(item_key, domain, &text);
+                    self.note_anchor_text(key, n);
+                }
+            }
+            return Ok(moved);
+        }
+        let member = pair_member(domain, text);
+        let moved = self.bump_distinct(item_key, DistinctKind::AnchorDomain, &member, sign)?;
+        let key = anchor_text_key(item_key, domain, text);
+        let n = self.rows.distinct[&key];
+        self.note_anchor_text(key, n);
+        let row = self.refdomain_row(item_key, domain)?;
+        row.anchors.texts += moved;
+        if row.anchors.in_row() {
+            let counts = self.anchor_texts_back(item_key, domain)?;
+            self.refdomain_row(item_key, domain)?.anchors.counts = counts;
+        }
+        Ok(moved)
+    }
+
+    /// Sets an anchor text's `distinct` count (0 deletes the row when written).
+    fn note_anchor_text(&mut self, key: Vec<u8>, n: i64) {
+        let prefix = key[..=key.iter().rposition(|&b| b == 1).unwrap_or(0)].to_vec();
+        self.rows
+            .anchor_texts
+            .entry(prefix)
+            .or_default()
+            .push(key.clone());
+        self.rows.distinct.insert(key, n);
+    }
+
+    /// The anchor texts of a referring-domain row coming back from `distinct` into the
+    /// row, with their counts in text order; their `distinct` rows go. Read from the
+    /// store, then through the batch in flight and this one (the texts each wrote).
+    fn anchor_texts_back(&mut self, item_key: &[u8], domain: &str) -> Result<Vec<(String, i64)>> {
+        let mut prefix = anchor_text_key(item_key, domain, "");
+        prefix.pop(); // the member's terminator
+        let mut counts: BTreeMap<Vec<u8>, i64> = BTreeMap::new();
+        let mut opts = ReadOptions::default();
+        if let Some(upper) = prefix_successor(&prefix) {
+            opts.set_iterate_upper_bound(upper);
+        }
+        let mut it = self
+            .store
+            .db
+            .raw_iterator_cf_opt(self.store.cf(CF_DISTINCT), opts);
+        it.seek(&prefix);
+        while let Some((key, value)) = it.item() {
+            let typed = DistinctKey::parse(key)?;
+            counts.insert(key.to_vec(), typed.decode_value(value)?.0);
+            it.next();
+        }
+        it.status()?;
+        for rows in self.in_flight_rows().into_iter().chain([&self.rows]) {
+            for key in rows.anchor_texts.get(&prefix).into_iter().flatten() {
+                counts.insert(key.clone(), rows.distinct[key]);
+            }
+        }
+        let mut back = Vec::new();
+        for (key, n) in counts {
+            if n > 0 {
+                let text = &key[prefix.len()..key.len() - 1];
+                let text = std::str::from_utf8(text)
+                    .map_err(|_| crate::Error::corrupt(CF_DISTINCT, "anchor text is not UTF-8"))?;
+                back.push((text.to_string(), n));
+            }
+            self.note_anchor_text(key, 0);
+        }
+        Ok(back)
     }
 
     /// Moves a distinct-member reference count; returns the change in the number of
@@ -1417,6 +1523,15 @@ fn write_seen_days(
         }
     }
     Ok(())
+}
+
+/// The `distinct` key of one anchor text of an item's referring domain.
+fn anchor_text_key(item_key: &[u8], domain: &str, text: &str) -> Vec<u8> {
+    distinct_key(
+        item_key,
+        DistinctKind::AnchorDomain,
+        &pair_member(domain, text),
+    )
 }
 
 /// True when `new` differs from `old` only by a later LastSeenDate and more history:

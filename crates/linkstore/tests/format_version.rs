@@ -16,7 +16,7 @@ fn older_store(path: &std::path::Path, version: u8) {
 
 #[test]
 fn older_formats_are_refused_untouched_with_how_to_rebuild_them() {
-    for version in [4, 5, 7, 8, 9] {
+    for version in [4, 5, 7, 8, 9, 10] {
         refused_untouched(version);
     }
 }

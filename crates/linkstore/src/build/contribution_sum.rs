@@ -24,7 +24,7 @@ use crate::views::Contribution;
 use std::collections::hash_map::Entry;
 use std::hash::Hash;
 
-type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+pub(super) type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 /// Bytes of members held before the sum is flushed whatever the caller does: a hot
 /// item's backlinks bring hundreds of thousands of referring domains and addresses.

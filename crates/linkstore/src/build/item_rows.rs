@@ -9,17 +9,19 @@
 //! [`Reducer`](super::Reducer)), which gives the same rows; the bulk-equals-incremental
 //! test builds both ways.
 
-use super::contribution_sum::ItemSum;
+use super::contribution_sum::{HashMap, ItemSum};
 use super::Table;
-use crate::aggregate::{accumulate, has_ranked_copies, AnchorText, Counters};
+use crate::aggregate::{
+    accumulate, has_ranked_copies, AnchorText, Counters, RefDomain, RowAnchors,
+};
 use crate::keys::{DistinctKind, ItemHasher};
 use crate::table::{
     row, AnchorKey, BuiltKey, Count, CountersKey, DistinctKey, RankedAnchorKey, RankedRefDomainKey,
     RefDomainKey, TableKey, TimelineKey,
 };
 use crate::views::{
-    anchor_of_member, distinct_feed, out_domain_counters, ref_domain_counters, subnet_of_member,
-    DistinctFeed,
+    distinct_counters, out_domain_counters, ref_domain_counters, split_anchor_member,
+    subnet_of_member,
 };
 
 /// A row as the reducer hands it on: `(table, key, value)`.
@@ -58,7 +60,29 @@ pub(super) fn item_rows(
         .collect();
     members.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     let mut last_subnet: Option<&str> = None;
+    // One referring domain's anchor texts come together (`domain \x01 anchor`).
+    let mut run: Vec<(Vec<u8>, String, i64)> = Vec::new();
+    let mut run_domain = String::new();
     for (key, kind, member, n) in &mut members {
+        if *kind == DistinctKind::AnchorDomain {
+            let (domain, text) = split_anchor_member(member);
+            if domain != run_domain {
+                end_anchor_run(&run_domain, &mut run, &mut sum.ref_domains, rows);
+                run_domain = domain.to_string();
+            }
+            run.push((std::mem::take(key), text.to_string(), *n));
+            let share = AnchorText {
+                ref_domains: 1,
+                ..Default::default()
+            };
+            match sum.anchors.get_mut(text) {
+                Some(row) => row.fold(&share),
+                None => {
+                    sum.anchors.insert(text.to_string(), share);
+                }
+            }
+            continue;
+        }
         rows.push((Table::Distinct, std::mem::take(key), Count(*n).encode()));
         if *kind == DistinctKind::RefIp {
             let subnet = subnet_of_member(member);
@@ -70,24 +94,11 @@ pub(super) fn item_rows(
                 });
             }
         }
-        match distinct_feed(*kind, 1) {
-            DistinctFeed::Counters(delta) => count(&delta),
-            DistinctFeed::Nothing => {}
-            DistinctFeed::AnchorRefDomains => {
-                let text = anchor_of_member(member);
-                let share = AnchorText {
-                    ref_domains: 1,
-                    ..Default::default()
-                };
-                match sum.anchors.get_mut(text) {
-                    Some(row) => row.fold(&share),
-                    None => {
-                        sum.anchors.insert(text.to_string(), share);
-                    }
-                }
-            }
+        if let Some(delta) = distinct_counters(*kind, 1) {
+            count(&delta);
         }
     }
+    end_anchor_run(&run_domain, &mut run, &mut sum.ref_domains, rows);
 
     let ref_domains: Vec<_> = sum
         .ref_domains
@@ -143,6 +154,36 @@ pub(super) fn item_rows(
     }
     if let Some(delta) = counters {
         fed(row(&CountersKey(item_key), &delta));
+    }
+}
+
+/// Puts one referring domain's anchor texts (`run`: `distinct` key, text, count, in key
+/// order) where the store keeps them: in its row while they are few, else in `distinct`
+/// rows with only their number in the row.
+fn end_anchor_run(
+    domain: &str,
+    run: &mut Vec<(Vec<u8>, String, i64)>,
+    ref_domains: &mut HashMap<String, RefDomain>,
+    rows: &mut Vec<Row>,
+) {
+    if run.is_empty() {
+        return;
+    }
+    let texts = run.len() as i64;
+    let mut anchors = RowAnchors {
+        texts,
+        counts: Vec::new(),
+    };
+    if anchors.in_row() {
+        anchors.counts = run.drain(..).map(|(_, text, n)| (text, n)).collect();
+    } else {
+        for (key, _, n) in run.drain(..) {
+            rows.push((Table::Distinct, key, Count(n).encode()));
+        }
+    }
+    // Every text came with a backlink of the domain, so its row is in the sum.
+    if let Some(row) = ref_domains.get_mut(domain) {
+        row.anchors = anchors;
     }
 }
 
