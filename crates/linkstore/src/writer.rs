@@ -37,7 +37,7 @@ use crate::views::{
 use rocksdb::{ReadOptions, WriteBatch};
 use std::collections::hash_map::Entry;
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 // Keys come from crawled pages: a randomly seeded hash, but much cheaper than SipHash,
 // which took 7% of the writer thread.
@@ -202,6 +202,8 @@ pub struct Writer<'a> {
     /// The last batch handed to a background write ([`Writer::commit_in_background`]):
     /// read before the store while that write is in flight.
     in_flight: Option<InFlight>,
+    /// Shared with each batch's write, one at a time.
+    member_counts: Arc<Mutex<MemberCounts>>,
 }
 
 /// A batch being written by its own thread, and its rows as they will be once written.
@@ -267,6 +269,7 @@ impl<'a> Writer<'a> {
             pending_pages: 0,
             pending: Vec::new(),
             in_flight: None,
+            member_counts: Arc::default(),
         }
     }
 
@@ -1065,11 +1068,13 @@ impl<'a> Writer<'a> {
         self.pending_pages = 0;
         let batch = std::mem::take(&mut self.batch);
         let (db, written) = (Arc::clone(&self.store.db), Arc::clone(&rows));
+        let counts = Arc::clone(&self.member_counts);
         let write = std::thread::Builder::new()
             .name("store-writer".into())
             .spawn(move || {
                 gate();
-                written.write(batch, &db)
+                let mut counts = counts.lock().unwrap_or_else(|p| p.into_inner());
+                written.write(batch, &db, &mut counts)
             })?;
         self.in_flight = Some(InFlight { rows, write });
         Ok(())
@@ -1100,7 +1105,12 @@ impl Drop for Writer<'_> {
 
 impl BatchRows {
     /// Writes the rows, with `batch`'s row writes, in one atomic write batch.
-    fn write(&self, mut batch: SortedBatch, db: &rocksdb::DB) -> Result<()> {
+    fn write(
+        &self,
+        mut batch: SortedBatch,
+        db: &rocksdb::DB,
+        counts: &mut MemberCounts,
+    ) -> Result<()> {
         for (url, state) in &self.pages {
             batch.put(&PageKey(url), state);
         }
@@ -1138,7 +1148,7 @@ impl BatchRows {
                 batch.delete(&key);
             }
         }
-        let stored = self.stored_counters(db)?;
+        let stored = self.stored_counters(db, counts)?;
         write_member_rows(&mut batch, &self.refdomains, &self.counters, &stored, db)?;
         write_member_rows(&mut batch, &self.anchors, &self.counters, &stored, db)?;
         write_seen_days(&mut batch, &self.seen_days, &self.counters, &stored, db)?;
@@ -1154,6 +1164,7 @@ impl BatchRows {
         let mut wo = rocksdb::WriteOptions::default();
         wo.disable_wal(true);
         db.write_opt(batch.into_write_batch(db), &wo)?;
+        counts.note(&stored, &self.counters);
         Ok(())
     }
 
@@ -1192,10 +1203,16 @@ impl BatchRows {
         Ok(out)
     }
 
-    /// The stored counters of the items whose referring-domain or anchor rows this batch
-    /// changes: how many such rows each had before it, which says whether it keeps ranked
-    /// copies. Read when the batch before is written, so they are current.
-    fn stored_counters(&self, db: &rocksdb::DB) -> Result<HashMap<Vec<u8>, Counters>> {
+    /// How many referring-domain and anchor rows each item whose rows this batch changes
+    /// or sees again had before it, which says whether it keeps ranked copies: from
+    /// `counts` where an earlier batch left them, else read from the store's counters
+    /// (when the batch before is written, so they are current). Every item of the batch
+    /// is in the result, with 0 rows when it has none.
+    fn stored_counters(
+        &self,
+        db: &rocksdb::DB,
+        counts: &MemberCounts,
+    ) -> Result<HashMap<Vec<u8>, Counters>> {
         let seen_items = self
             .seen_days
             .iter()
@@ -1206,15 +1223,73 @@ impl BatchRows {
             .collect();
         items.sort_unstable();
         items.dedup();
+        let mut out = HashMap::default();
+        items.retain(|&item_key| match counts.get(item_key) {
+            Some(c) => {
+                out.insert(item_key.to_vec(), c);
+                false
+            }
+            None => true,
+        });
         let cf = cf_handle(db, CF_COUNTERS);
         let values = db.batched_multi_get_cf(cf, &items, true);
-        let mut out = HashMap::default();
         for (item_key, value) in items.into_iter().zip(values) {
-            if let Some(v) = value? {
-                out.insert(item_key.to_vec(), CountersKey(item_key).decode_value(&v)?);
-            }
+            let stored = match value? {
+                Some(v) => member_rows_only(&CountersKey(item_key).decode_value(&v)?),
+                None => Counters::default(),
+            };
+            out.insert(item_key.to_vec(), stored);
         }
         Ok(out)
+    }
+}
+
+/// Items held in [`MemberCounts`] at most: about 200 MB of keys.
+const MEMBER_COUNTS_HELD: usize = 1 << 21;
+
+/// How many referring-domain and anchor rows items have, as the batches written so far
+/// left them: what decides whether an item keeps ranked copies. A batch reads from the
+/// store only the counters of items no earlier batch met (hosts and root domains come
+/// back in nearly every batch: reading them was a quarter of the write thread's time).
+/// Exact because a writer holds the store's write lock and notes every batch it writes;
+/// emptied when it holds [`MEMBER_COUNTS_HELD`] items.
+#[derive(Default)]
+struct MemberCounts(HashMap<Vec<u8>, (i64, i64)>);
+
+impl MemberCounts {
+    fn get(&self, item_key: &[u8]) -> Option<Counters> {
+        self.0
+            .get(item_key)
+            .map(|&(ref_domains, anchor_texts)| Counters {
+                ref_domains,
+                anchor_texts,
+                ..Default::default()
+            })
+    }
+
+    /// Notes the batch just written: each item's rows before it (`stored`) plus its
+    /// `deltas`.
+    fn note(&mut self, stored: &HashMap<Vec<u8>, Counters>, deltas: &HashMap<Vec<u8>, Counters>) {
+        if self.0.len() + stored.len() > MEMBER_COUNTS_HELD {
+            self.0.clear();
+        }
+        for (item_key, before) in stored {
+            let delta = deltas.get(item_key).copied().unwrap_or_default();
+            let after = (
+                before.ref_domains + delta.ref_domains,
+                before.anchor_texts + delta.anchor_texts,
+            );
+            self.0.insert(item_key.clone(), after);
+        }
+    }
+}
+
+/// The counters a [`MemberCounts`] holds: the item's row counts.
+fn member_rows_only(c: &Counters) -> Counters {
+    Counters {
+        ref_domains: c.ref_domains,
+        anchor_texts: c.anchor_texts,
+        ..Default::default()
     }
 }
 
