@@ -1198,3 +1198,78 @@ fn one_batch_equals_one_batch_per_crawl() {
         .iter()
         .all(|r| r.is_deleted()));
 }
+
+/// Anchor texts of one referring domain past the bound its row holds
+/// (`ANCHORS_IN_ROW`) move out to `distinct` rows and back, and each anchor's
+/// referring-domain count stays exact throughout, in one batch or one batch per crawl,
+/// texts holding the `\x01` that joins a domain and a text in a `distinct` member.
+#[test]
+fn anchor_texts_past_the_row_bound_keep_exact_counts_whatever_the_batches() {
+    let many = linkstore::ANCHORS_IN_ROW as usize + 6;
+    let target = "http://t.com/x";
+    let spam = |i: usize, at: i64, text: String| {
+        html(
+            &format!("http://spam.org/p{i}"),
+            at,
+            vec![link(target, &text)],
+        )
+    };
+    let text = |i: usize| format!("t\u{1}{i}");
+    let mut rounds: Vec<Vec<PageCrawl>> = Vec::new();
+    // Past the bound, with another domain sharing four texts.
+    let mut first: Vec<PageCrawl> = (0..many).map(|i| spam(i, T0, text(i))).collect();
+    first.extend((0..4).map(|i| {
+        html(
+            &format!("http://other.org/p{i}"),
+            T0,
+            vec![link(target, &text(i))],
+        )
+    }));
+    rounds.push(first);
+    // Ten pages share one text: back to the bound's number, and into the row.
+    rounds.push(
+        (0..10)
+            .map(|i| spam(i, T0 + DAY, "same\u{1}x".to_string()))
+            .collect(),
+    );
+    // Ten new texts: past the bound again.
+    rounds.push(
+        (0..10)
+            .map(|i| spam(i, T0 + 2 * DAY, format!("n\u{1}{i}")))
+            .collect(),
+    );
+    // What each text's referring domains must be after each round.
+    let expected: [Vec<(String, i64)>; 3] = [
+        (0..many).map(|i| (text(i), 1 + i64::from(i < 4))).collect(),
+        (0..many)
+            .map(|i| (text(i), i64::from(i >= 10) + i64::from(i < 4)))
+            .chain([("same\u{1}x".to_string(), 1)])
+            .collect(),
+        (0..many)
+            .map(|i| (text(i), i64::from(i >= 10) + i64::from(i < 4)))
+            .chain([("same\u{1}x".to_string(), 0)])
+            .chain((0..10).map(|i| (format!("n\u{1}{i}"), 1)))
+            .collect(),
+    ];
+    let (_d1, one) = open(64);
+    let (_d2, each) = open(64);
+    for (round, want) in rounds.iter().zip(&expected) {
+        apply_all(&one, round);
+        for c in round {
+            apply_all(&each, std::slice::from_ref(c));
+        }
+        for store in [&one, &each] {
+            let view = store.read();
+            for item in ["t.com", target] {
+                let item = Item::parse(item).unwrap();
+                for (text, domains) in want {
+                    let got = view
+                        .anchor(&item, text)
+                        .unwrap()
+                        .map_or(0, |a| a.ref_domains);
+                    assert_eq!(got, *domains, "{item:?} {text:?}");
+                }
+            }
+        }
+    }
+}
