@@ -320,14 +320,6 @@ impl RefDomain {
         self.links - self.deleted_links
     }
 
-    /// The row as readers see it: its anchor texts are the writers' business.
-    pub(crate) fn without_anchors(self) -> RefDomain {
-        RefDomain {
-            anchors: RowAnchors::default(),
-            ..self
-        }
-    }
-
     fn put_counts(&self, out: &mut Vec<u8>) {
         for v in [
             self.links,

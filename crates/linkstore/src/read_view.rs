@@ -241,12 +241,22 @@ impl ReadView {
 
     /// The values of many rows of one table in one batched read, in the keys' order.
     fn rows<K: TableKey>(&self, keys: &[K]) -> Result<Vec<Option<K::Value>>> {
+        self.rows_read(keys, K::decode_value)
+    }
+
+    /// Many rows of one table in one batched read, each value read by `read`, in the
+    /// keys' order.
+    fn rows_read<K: TableKey, T>(
+        &self,
+        keys: &[K],
+        read: impl Fn(&K, &[u8]) -> Result<T>,
+    ) -> Result<Vec<Option<T>>> {
         let encoded: Vec<Vec<u8>> = keys.iter().map(TableKey::encode).collect();
         self.db
             .batched_multi_get_cf_opt(self.cf(K::CF), &encoded, false, &self.opts())
             .into_iter()
             .zip(keys)
-            .map(|(r, key)| r?.map(|v| key.decode_value(&v)).transpose())
+            .map(|(r, key)| r?.map(|v| read(key, &v)).transpose())
             .collect()
     }
 
@@ -631,12 +641,7 @@ impl ReadView {
 
     /// One referring domain's aggregate for an item.
     pub fn ref_domain(&self, item: &Item, domain: &str) -> Result<Option<RefDomain>> {
-        let item_key = self.hasher.item_key(item);
-        let row = self.row(&RefDomainKey {
-            item_key: &item_key,
-            domain,
-        })?;
-        Ok(row.map(RefDomain::without_anchors))
+        Ok(self.ref_domains_many(item, &[domain])?.remove(0))
     }
 
     /// Many referring domains' aggregates for one item, in one batched read.
@@ -653,11 +658,8 @@ impl ReadView {
                 domain,
             })
             .collect();
-        let rows = self.rows(&keys)?;
-        Ok(rows
-            .into_iter()
-            .map(|r| r.map(RefDomain::without_anchors))
-            .collect())
+        // Readers take the counts; a row's anchor texts are the writers'.
+        self.rows_read(&keys, |key, value| RefDomain::decode(key.domain, value))
     }
 
     /// Anchor texts of an item, most referring domains first.

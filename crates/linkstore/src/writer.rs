@@ -237,7 +237,7 @@ struct BatchRows {
     /// The anchor-text keys of `distinct` this batch wrote, by their referring-domain
     /// prefix (`item_key | 3 | domain \x01`): where a row taking its texts back looks for
     /// the batch's counts ([`Writer::anchor_texts_back`]).
-    anchor_texts: HashMap<Vec<u8>, Vec<Vec<u8>>>,
+    anchor_texts: HashMap<Vec<u8>, HashSet<Vec<u8>>>,
     /// Referring addresses that appeared less those that went, per item and subnet (by
     /// `item_key | kind | subnet`): resolved against the store when written.
     subnets: HashMap<Vec<u8>, i64>,
@@ -939,14 +939,13 @@ impl<'a> Writer<'a> {
         text: &str,
         sign: i64,
     ) -> Result<i64> {
-        let prefix_len = anchor_text_key(item_key, domain, "").len() - 1;
         let row = self.refdomain_row(item_key, domain)?;
         if row.anchors.in_row() {
             let moved = row.anchors.bump(text, sign);
             if !row.anchors.in_row() {
                 for (text, n) in std::mem::take(&mut row.anchors.counts) {
                     let key = anchor_text_key(item_key, domain, &text);
-                    self.note_anchor_text(prefix_len, key, n);
+                    self.note_anchor_text(item_key, domain, key, n);
                 }
             }
             return Ok(moved);
@@ -955,7 +954,7 @@ impl<'a> Writer<'a> {
         let moved = self.bump_distinct(item_key, DistinctKind::AnchorDomain, &member, sign)?;
         let key = anchor_text_key(item_key, domain, text);
         let n = self.rows.distinct[&key];
-        self.note_anchor_text(prefix_len, key, n);
+        self.note_anchor_text(item_key, domain, key, n);
         let row = self.refdomain_row(item_key, domain)?;
         row.anchors.texts += moved;
         if row.anchors.in_row() {
@@ -965,16 +964,16 @@ impl<'a> Writer<'a> {
         Ok(moved)
     }
 
-    /// Sets the `distinct` count of an anchor text, whose key starts with `prefix_len`
-    /// bytes of `item_key | 3 | domain \x01` (0 deletes the row when written). Measured,
-    /// not searched for: texts may hold `\x01`.
-    fn note_anchor_text(&mut self, prefix_len: usize, key: Vec<u8>, n: i64) {
-        let prefix = key[..prefix_len].to_vec();
+    /// Sets the `distinct` count of one of `domain`'s anchor texts for an item (0 deletes
+    /// the row when written), filed under the domain's prefix, which is measured, not
+    /// searched for: texts may hold `\x01`.
+    fn note_anchor_text(&mut self, item_key: &[u8], domain: &str, key: Vec<u8>, n: i64) {
+        let prefix = key[..anchor_texts_prefix_len(item_key, domain)].to_vec();
         self.rows
             .anchor_texts
             .entry(prefix)
             .or_default()
-            .push(key.clone());
+            .insert(key.clone());
         self.rows.distinct.insert(key, n);
     }
 
@@ -983,7 +982,7 @@ impl<'a> Writer<'a> {
     /// store, then through the batch in flight and this one (the texts each wrote).
     fn anchor_texts_back(&mut self, item_key: &[u8], domain: &str) -> Result<Vec<(String, i64)>> {
         let mut prefix = anchor_text_key(item_key, domain, "");
-        prefix.pop(); // the member's terminator
+        prefix.truncate(anchor_texts_prefix_len(item_key, domain));
         let mut counts: BTreeMap<Vec<u8>, i64> = BTreeMap::new();
         let mut opts = ReadOptions::default();
         if let Some(upper) = prefix_successor(&prefix) {
@@ -1013,7 +1012,7 @@ impl<'a> Writer<'a> {
                     .map_err(|_| crate::Error::corrupt(CF_DISTINCT, "anchor text is not UTF-8"))?;
                 back.push((text.to_string(), n));
             }
-            self.note_anchor_text(prefix.len(), key, 0);
+            self.note_anchor_text(item_key, domain, key, 0);
         }
         Ok(back)
     }
@@ -1238,7 +1237,10 @@ impl BatchRows {
         let values = db.batched_multi_get_cf(cf, &items, true);
         for (item_key, value) in items.into_iter().zip(values) {
             let stored = match value? {
-                Some(v) => member_rows_only(&CountersKey(item_key).decode_value(&v)?),
+                Some(v) => {
+                    let c = CountersKey(item_key).decode_value(&v)?;
+                    member_rows((c.ref_domains, c.anchor_texts))
+                }
                 None => Counters::default(),
             };
             out.insert(item_key.to_vec(), stored);
@@ -1261,13 +1263,7 @@ struct MemberCounts(HashMap<Vec<u8>, (i64, i64)>);
 
 impl MemberCounts {
     fn get(&self, item_key: &[u8]) -> Option<Counters> {
-        self.0
-            .get(item_key)
-            .map(|&(ref_domains, anchor_texts)| Counters {
-                ref_domains,
-                anchor_texts,
-                ..Default::default()
-            })
+        self.0.get(item_key).map(|&rows| member_rows(rows))
     }
 
     /// Notes the batch just written: each item's rows before it (`stored`) plus its
@@ -1287,11 +1283,12 @@ impl MemberCounts {
     }
 }
 
-/// The counters a [`MemberCounts`] holds: the item's row counts.
-fn member_rows_only(c: &Counters) -> Counters {
+/// Counters holding only what a [`MemberCounts`] keeps: an item's referring-domain and
+/// anchor row counts.
+fn member_rows((ref_domains, anchor_texts): (i64, i64)) -> Counters {
     Counters {
-        ref_domains: c.ref_domains,
-        anchor_texts: c.anchor_texts,
+        ref_domains,
+        anchor_texts,
         ..Default::default()
     }
 }
@@ -1601,6 +1598,12 @@ fn write_seen_days(
         }
     }
     Ok(())
+}
+
+/// Length of `item_key | 3 | domain \x01`, which starts the `distinct` keys of the
+/// domain's anchor texts ([`anchor_text_key`]).
+fn anchor_texts_prefix_len(item_key: &[u8], domain: &str) -> usize {
+    item_key.len() + 1 + domain.len() + 1
 }
 
 /// The `distinct` key of one anchor text of an item's referring domain.
