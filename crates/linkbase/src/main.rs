@@ -1130,17 +1130,36 @@ fn print_index_stats(store: &Store) -> Result<()> {
 
 fn print_disk_bytes(store: &Store) -> Result<()> {
     let c = store.read().index_counters()?;
-    let tables = store.disk_bytes_by_table()?;
-    let total: u64 = tables.iter().map(|(_, b)| b).sum();
+    let tables = store.disk_by_table()?;
     let per_link = |b: u64| b as f64 / c.ext_backlinks.max(1) as f64;
+    let sum = |f: fn(&linkstore::TableDisk) -> u64| tables.iter().map(f).sum::<u64>();
+    let total = sum(|t| t.file_bytes);
     println!(
-        "\non disk: {total} bytes, {:.1} per external backlink",
-        per_link(total)
+        "\non disk: {total} bytes, {:.1} per external backlink \
+         (data {:.1}, index {:.1}, filter {:.1}; raw keys {:.1}, raw values {:.1})",
+        per_link(total),
+        per_link(sum(|t| t.data_bytes)),
+        per_link(sum(|t| t.index_bytes)),
+        per_link(sum(|t| t.filter_bytes)),
+        per_link(sum(|t| t.raw_key_bytes)),
+        per_link(sum(|t| t.raw_value_bytes)),
     );
-    for (name, bytes) in tables.iter().filter(|(_, b)| *b > 0) {
+    println!(
+        "  {:<20} {:>14} {:>9} {:>11} {:>7} {:>7} {:>7} {:>8} {:>8}",
+        "per backlink:", "bytes", "total", "rows", "data", "index", "filter", "raw key", "raw val"
+    );
+    for t in tables.iter().filter(|t| t.file_bytes > 0) {
         println!(
-            "  {name:<20} {bytes:>14} bytes  {:>7.1} per backlink",
-            per_link(*bytes)
+            "  {:<20} {:>14} {:>9.1} {:>11} {:>7.1} {:>7.1} {:>7.1} {:>8.1} {:>8.1}",
+            t.name,
+            t.file_bytes,
+            per_link(t.file_bytes),
+            t.entries,
+            per_link(t.data_bytes),
+            per_link(t.index_bytes),
+            per_link(t.filter_bytes),
+            per_link(t.raw_key_bytes),
+            per_link(t.raw_value_bytes),
         );
     }
     Ok(())

@@ -20,6 +20,7 @@ mod record;
 mod ref_domain_query;
 mod store;
 mod table;
+mod table_disk;
 mod topic;
 mod views;
 pub use views::{ip_member, subnet_of_member};
@@ -49,5 +50,6 @@ pub use ref_domain_query::{
 pub use store::{
     sibling_path, Store, StoreMemory, StoreOptions, StoreStamp, ALL_CFS, FORMAT_VERSION,
 };
+pub use table_disk::TableDisk;
 pub use topic::{is_topic, TAXONOMY};
 pub use writer::{ApplyStats, ExpireStats, Writer};

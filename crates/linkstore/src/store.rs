@@ -7,6 +7,7 @@ use crate::item::Item;
 use crate::keys::ItemHasher;
 use crate::page::PageState;
 use crate::read_view::{PublishedSnapshot, ReadView};
+use crate::table_disk::TableDisk;
 use crate::writer::Writer;
 use rocksdb::{
     BlockBasedIndexType, BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, Options,
@@ -425,21 +426,37 @@ impl Store {
 
     /// Approximate bytes on disk of every column family (SST files).
     pub fn disk_bytes(&self) -> Result<u64> {
-        Ok(self.disk_bytes_by_table()?.iter().map(|(_, b)| b).sum())
+        let mut total = 0;
+        for &name in ALL_CFS {
+            total += self.sst_bytes(name)?;
+        }
+        Ok(total)
     }
 
-    /// Bytes on disk (SST files) of each column family, in [`ALL_CFS`] order.
-    pub fn disk_bytes_by_table(&self) -> Result<Vec<(&'static str, u64)>> {
+    /// What each column family's SST files hold, in [`ALL_CFS`] order.
+    pub fn disk_by_table(&self) -> Result<Vec<TableDisk>> {
         ALL_CFS
             .iter()
             .map(|&name| {
-                let bytes = self
+                let table = TableDisk {
+                    name,
+                    file_bytes: self.sst_bytes(name)?,
+                    ..TableDisk::default()
+                };
+                let properties = self
                     .db
-                    .property_int_value_cf(self.cf(name), "rocksdb.total-sst-files-size")?
-                    .unwrap_or(0);
-                Ok((name, bytes))
+                    .property_value_cf(self.cf(name), "rocksdb.aggregated-table-properties")?
+                    .unwrap_or_default();
+                Ok(table.with_properties(&properties))
             })
             .collect()
+    }
+
+    fn sst_bytes(&self, name: &str) -> Result<u64> {
+        Ok(self
+            .db
+            .property_int_value_cf(self.cf(name), "rocksdb.total-sst-files-size")?
+            .unwrap_or(0))
     }
 
     /// Persists everything written so far (writes bypass the WAL).

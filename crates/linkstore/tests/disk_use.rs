@@ -1,0 +1,54 @@
+//! Where a store's bytes go (`Store::disk_by_table`), read from a real RocksDB store's
+//! table properties.
+
+use linkstore::{CrawlOutcome, OutLink, PageCrawl, Store, StoreOptions};
+
+#[test]
+fn each_table_reports_its_rows_and_where_its_bytes_go() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
+    let targets = [
+        "https://a.example/",
+        "https://b.example/x",
+        "https://src.example/in",
+    ];
+    let mut w = store.writer();
+    w.apply(&PageCrawl {
+        url: "https://src.example/".into(),
+        fetched_at: 1_735_689_600,
+        ip: Some("192.0.2.7".parse().unwrap()),
+        outcome: CrawlOutcome::Html {
+            links: targets
+                .iter()
+                .map(|t| OutLink {
+                    target: (*t).into(),
+                    anchor_text: "text".into(),
+                    ..Default::default()
+                })
+                .collect(),
+        },
+    })
+    .unwrap();
+    w.commit().unwrap();
+    store.compact().unwrap();
+
+    let tables = store.disk_by_table().unwrap();
+    let links = tables.iter().find(|t| t.name == "links").unwrap();
+    // Every link, the internal one too, is a `links` row of a 16-byte key, to which
+    // RocksDB adds its 8-byte sequence and type.
+    assert_eq!(links.entries, 3);
+    assert_eq!(links.raw_key_bytes, 3 * (16 + 8));
+    assert!(links.raw_value_bytes > 0 && links.data_bytes > 0 && links.filter_bytes > 0);
+    let backlinks = tables.iter().find(|t| t.name == "backlinks").unwrap();
+    // Two external links, each under its URL, host and root domain.
+    assert_eq!(backlinks.entries, 2 * 3);
+    for t in &tables {
+        assert!(
+            t.data_bytes + t.index_bytes + t.filter_bytes <= t.file_bytes,
+            "{t:?}"
+        );
+        assert_eq!(t.entries == 0, t.file_bytes == 0, "{t:?}");
+    }
+    let total: u64 = tables.iter().map(|t| t.file_bytes).sum();
+    assert_eq!(total, store.disk_bytes().unwrap());
+}
