@@ -1144,9 +1144,10 @@ fn print_disk_bytes(store: &Store) -> Result<()> {
         per_link(sum(|t| t.raw_key_bytes)),
         per_link(sum(|t| t.raw_value_bytes)),
     );
+    // Bytes and rows as they are; every other column per external backlink.
     println!(
         "  {:<20} {:>14} {:>9} {:>11} {:>7} {:>7} {:>7} {:>8} {:>8}",
-        "per backlink:", "bytes", "total", "rows", "data", "index", "filter", "raw key", "raw val"
+        "table", "bytes", "per link", "rows", "data", "index", "filter", "raw key", "raw val"
     );
     for t in tables.iter().filter(|t| t.file_bytes > 0) {
         println!(

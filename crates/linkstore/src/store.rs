@@ -426,11 +426,7 @@ impl Store {
 
     /// Approximate bytes on disk of every column family (SST files).
     pub fn disk_bytes(&self) -> Result<u64> {
-        let mut total = 0;
-        for &name in ALL_CFS {
-            total += self.sst_bytes(name)?;
-        }
-        Ok(total)
+        ALL_CFS.iter().map(|name| self.sst_bytes(name)).sum()
     }
 
     /// What each column family's SST files hold, in [`ALL_CFS`] order.
