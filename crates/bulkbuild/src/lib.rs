@@ -49,6 +49,10 @@ pub struct BuildOptions {
     /// ([`BuildReport::flow_input`]) instead of writing backlinks to the store: the
     /// store is queryable once that flow build has published them.
     pub keep_flow_input: bool,
+    /// Raw bytes (keys and values) of rows after which an SST file is finished and the
+    /// next begun. RocksDB holds a file's blocks uncompressed until it is finished (to
+    /// train its dictionary), so this bounds that memory per open file.
+    pub file_bytes: u64,
 }
 
 impl Default for BuildOptions {
@@ -59,6 +63,7 @@ impl Default for BuildOptions {
             read: ReadOptions::default(),
             store: StoreOptions::default(),
             keep_flow_input: false,
+            file_bytes: linkstore::build::FILE_RAW_BYTES,
         }
     }
 }
@@ -153,6 +158,7 @@ fn build_into(
         hash_bits: store.hash_bits(),
         scratch: scratch.to_path_buf(),
         sorter_budget: opts.memory_bytes / workers / 4,
+        file_bytes: opts.file_bytes,
         progress: progress.clone(),
         flow_input: flow_input.as_ref().map(|f| f.dir().to_path_buf()),
     });

@@ -60,6 +60,8 @@ pub(crate) struct Plan {
     pub scratch: PathBuf,
     /// Memory budget of each sorter.
     pub sorter_budget: usize,
+    /// Raw bytes of rows after which an SST file is finished ([`crate::BuildOptions`]).
+    pub file_bytes: u64,
     pub progress: Arc<Counters>,
     /// Where to keep the graph and the backlink rows for a flow build, instead of
     /// writing backlinks to the store ([`crate::FlowInput`]); `None`: write them.
@@ -115,6 +117,8 @@ struct Files {
     count: usize,
     progress: Arc<Counters>,
     kept: Option<KeptRows>,
+    /// Raw bytes after which a file is finished and the table's next rows start another.
+    file_bytes: u64,
 }
 
 impl Files {
@@ -124,9 +128,11 @@ impl Files {
         flow_input: Option<&Path>,
         prefix: String,
         progress: Arc<Counters>,
+        file_bytes: u64,
     ) -> Files {
         Files {
             dir: dir.to_path_buf(),
+            file_bytes,
             kept: flow_input.map(|d| KeptRows::new(d, &prefix)),
             prefix,
             open: BTreeMap::new(),
@@ -161,10 +167,14 @@ impl Files {
         }
         let w = self.open.get_mut(&table).expect("opened above");
         let written = w.put(key, value)?;
+        let full = w.raw_bytes() >= self.file_bytes;
         if let (Some(kept), Table::Links, true) = (&mut self.kept, table, written) {
             kept.put_link(value)?;
         }
         self.progress.add(&self.progress.rows_written, 1);
+        if full {
+            self.cut(|t| t == table)?;
+        }
         Ok(())
     }
 
@@ -174,9 +184,9 @@ impl Files {
         let tables: Vec<Table> = self.open.keys().copied().filter(|&t| which(t)).collect();
         for table in tables {
             let w = self.open.remove(&table).expect("listed above");
-            let size = w.file_size();
             if let Some(path) = w.finish()? {
-                self.progress.add(&self.progress.sst_bytes, size);
+                let size = std::fs::metadata(&path).map_err(|e| Error::io(&path, e))?;
+                self.progress.add(&self.progress.sst_bytes, size.len());
                 self.done.push((table, path));
             }
         }
@@ -207,11 +217,12 @@ pub(crate) fn run_worker(worker: &mut timely::worker::Worker, plan: &Plan) -> Re
         let pages = PagesOp::new(plan, index, shared.clone());
         let views_shared = shared.clone();
         let counters_shared = shared.clone();
-        let (scratch, budget, bits, progress) = (
+        let (scratch, budget, bits, progress, file_bytes) = (
             plan.scratch.clone(),
             plan.sorter_budget,
             plan.hash_bits,
             plan.progress.clone(),
+            plan.file_bytes,
         );
         let views = crawls
             .unary_frontier::<timely::container::CapacityContainerBuilder<Vec<Row>>, _, _, _>(
@@ -249,9 +260,16 @@ pub(crate) fn run_worker(worker: &mut timely::worker::Worker, plan: &Plan) -> Re
                 Exchange::new(move |r: &Row| row_owner(r, peers)),
                 "views",
                 |cap, info| {
-                    let mut op = ViewsOp::new(
+                    let files = Files::new(
                         &scratch,
                         views_flow_input.as_deref(),
+                        format!("w{index:03}-v"),
+                        views_progress.clone(),
+                        file_bytes,
+                    );
+                    let mut op = ViewsOp::new(
+                        files,
+                        &scratch,
                         index,
                         budget,
                         bits,
@@ -315,6 +333,7 @@ pub(crate) fn run_worker(worker: &mut timely::worker::Worker, plan: &Plan) -> Re
                                 flow_input.as_deref(),
                                 format!("w{index:03}-c"),
                                 progress.clone(),
+                                file_bytes,
                             );
                             let r =
                                 reduce_counters(s, bits, &mut files, &progress).and_then(|()| {
@@ -457,6 +476,7 @@ impl PagesOp {
                 plan.flow_input.as_deref(),
                 format!("w{index:03}-p"),
                 plan.progress.clone(),
+                plan.file_bytes,
             ),
             shared,
             progress: plan.progress.clone(),
@@ -555,8 +575,8 @@ const ITEM_BUDGET_SHARE: usize = 4;
 
 impl ViewsOp {
     fn new(
+        files: Files,
         scratch: &Path,
-        flow_input: Option<&Path>,
         index: usize,
         budget: usize,
         bits: u8,
@@ -572,12 +592,7 @@ impl ViewsOp {
             last_hash: None,
             reducer: Reducer::new(bits, budget / ITEM_BUDGET_SHARE),
             key: Vec::new(),
-            files: Files::new(
-                scratch,
-                flow_input,
-                format!("w{index:03}-v"),
-                progress.clone(),
-            ),
+            files,
             shared,
             progress,
         }

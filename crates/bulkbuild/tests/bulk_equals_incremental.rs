@@ -3,7 +3,7 @@
 //! ranked copies, distinct counts, timeline), whatever the file order and the number of
 //! workers, with full and with 2-bit (colliding) item hashes.
 
-use bulkbuild::{build, BuildOptions};
+use bulkbuild::{build, BuildOptions, BuildReport};
 use indexes::{ingest_file, IngestOptions};
 use linkstore::build::Table;
 use linkstore::{Store, StoreOptions};
@@ -84,10 +84,25 @@ fn assert_some_ranked(rows: &Rows) {
 }
 
 /// Small enough that every sorter spills, and the hot items' sums overflow and are
-/// reduced stage by stage.
+/// reduced stage by stage. Builds with it also cut their table files small
+/// ([`SMALL_FILES`]).
 const SPILLING: usize = 8 << 20;
+/// Raw bytes per table file for builds with [`SPILLING`] memory: every large table is cut
+/// into many files, which must hold the same rows as one would.
+const SMALL_FILES: u64 = 16 << 10;
 
 fn bulk(dir: &Path, files: &[PathBuf], hash_bits: u8, workers: usize, memory: usize) -> Rows {
+    bulk_with_report(dir, files, hash_bits, workers, memory).0
+}
+
+fn bulk_with_report(
+    dir: &Path,
+    files: &[PathBuf],
+    hash_bits: u8,
+    workers: usize,
+    memory: usize,
+) -> (Rows, BuildReport) {
+    let small_files = memory == SPILLING;
     let opts = BuildOptions {
         workers,
         memory_bytes: memory,
@@ -95,11 +110,17 @@ fn bulk(dir: &Path, files: &[PathBuf], hash_bits: u8, workers: usize, memory: us
             hash_bits,
             ..Default::default()
         },
+        file_bytes: if small_files {
+            SMALL_FILES
+        } else {
+            BuildOptions::default().file_bytes
+        },
         ..Default::default()
     };
     let report = build(dir, files, &opts, &|_| {}).unwrap();
     assert!(report.pages.pages > 0 && report.sst_files > 0, "{report:?}");
-    rows(&Store::open(dir, &StoreOptions::default()).unwrap())
+    let rows = rows(&Store::open(dir, &StoreOptions::default()).unwrap());
+    (rows, report)
 }
 
 /// Tables that a small web may leave empty: only items with many referring domains or
@@ -143,8 +164,10 @@ fn bulk_and_incremental_stores_are_equal_row_for_row() {
     for (order, files) in [("time order", &files), ("reversed", &reversed)] {
         for workers in [1, 2] {
             let dir = tmp.path().join(format!("bulk-{workers}-{}", order.len()));
-            let got = bulk(&dir, files, 64, workers, SPILLING);
+            let (got, report) = bulk_with_report(&dir, files, 64, workers, SPILLING);
             assert_same(&expected, &got, &format!("{order}, {workers} workers"));
+            // Far more files than tables: large tables were cut into many.
+            assert!(report.sst_files > 4 * Table::ALL.len(), "{report:?}");
         }
     }
 }

@@ -761,11 +761,19 @@ fn table_options(table: Table) -> &'static rocksdb::Options {
     })[table as usize]
 }
 
+/// Raw bytes (keys and values) after which a table file is finished and the next begun
+/// ([`TableFileWriter::raw_bytes`]). Files are compressed with a dictionary made from
+/// their own blocks, so RocksDB holds every block of a file uncompressed until it is
+/// finished: this bounds that memory per open file. Cutting costs nothing else, as the
+/// files of a table never overlap.
+pub const FILE_RAW_BYTES: u64 = 32 << 20;
+
 /// Writes one SST file of a table from rows in strictly increasing key order.
 pub struct TableFileWriter {
     inner: rocksdb::SstFileWriter<'static>,
     path: PathBuf,
     rows: u64,
+    raw_bytes: u64,
     last_key: Vec<u8>,
 }
 
@@ -777,6 +785,7 @@ impl TableFileWriter {
             inner,
             path: path.to_path_buf(),
             rows: 0,
+            raw_bytes: 0,
             last_key: Vec::new(),
         })
     }
@@ -791,11 +800,14 @@ impl TableFileWriter {
         self.last_key.clear();
         self.last_key.extend_from_slice(key);
         self.rows += 1;
+        self.raw_bytes += (key.len() + value.len()) as u64;
         Ok(true)
     }
 
-    pub fn file_size(&self) -> u64 {
-        self.inner.file_size()
+    /// Raw bytes (keys and values) written so far: a file is finished at
+    /// [`FILE_RAW_BYTES`], or a bulk build's own limit.
+    pub fn raw_bytes(&self) -> u64 {
+        self.raw_bytes
     }
 
     /// Finishes the file; `None` (and no file) when it holds no row.

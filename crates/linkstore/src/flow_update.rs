@@ -12,7 +12,7 @@
 //! old generation is split into ranges of item hashes, each re-keyed by its own thread
 //! into files of its own: their key ranges never overlap.
 
-use crate::build::{Table, TableFileWriter};
+use crate::build::{Table, TableFileWriter, FILE_RAW_BYTES};
 use crate::error::Result;
 use crate::item::Item;
 use crate::item::{host_of, root_domain, Level};
@@ -44,8 +44,6 @@ const BATCH_ROWS: usize = 20_000;
 const PROGRESS_ROWS: u64 = 500_000;
 /// The most bytes of one item's rows re-sorted in memory.
 const ITEM_BUFFER_BYTES: usize = 256 << 20;
-/// Size at which a backlink file is closed and the next one started.
-const FILE_BYTES: u64 = 1 << 30;
 
 /// The next generation's backlink rows, written as sorted SST files.
 struct BacklinkFiles {
@@ -86,7 +84,7 @@ impl BacklinkFiles {
             }
             let writer = self.writer.as_mut().expect("opened above");
             writer.put(&key, &value)?;
-            if writer.file_size() >= FILE_BYTES {
+            if writer.raw_bytes() >= FILE_RAW_BYTES {
                 self.close_file()?;
             }
         }

@@ -145,6 +145,15 @@ const SCANNED_ONLY: [&str; 6] = [
     CF_TOP_PAGES,
 ];
 
+/// Size of each bottom-level file's ZSTD dictionary.
+const DICTIONARY_BYTES: i32 = 32 << 10;
+/// Sampled bytes a dictionary is trained on (ten times its size, as zstd advises).
+const DICTIONARY_TRAINING_BYTES: i32 = 10 * DICTIONARY_BYTES;
+/// RocksDB's defaults for the other compression options: zlib's window bits (ZSTD
+/// ignores them) and "the library's default level" (3 for ZSTD).
+const ZSTD_WINDOW_BITS: i32 = -14;
+const ZSTD_DEFAULT_LEVEL: i32 = 32767;
+
 /// Options of column family `name`, in a store whose memtable budget is
 /// `memtable_bytes` ([`StoreOptions::memtable_bytes`]). SST files made outside the
 /// database (bulk builds) are written with the same options, so they read exactly like
@@ -181,6 +190,19 @@ pub(crate) fn cf_options(name: &str, cache: Option<&Cache>, memtable_bytes: usiz
     // The bottom level holds nearly all data (and every bulk-built file): ZSTD there,
     // LZ4 above, where files are rewritten soon.
     o.set_bottommost_compression_type(rocksdb::DBCompressionType::Zstd);
+    // With a dictionary per file, trained on a sample of its blocks: rows of one table
+    // repeat the same field layouts and names across blocks, which a block alone cannot
+    // use. RocksDB holds a file's uncompressed blocks until the dictionary is made, so
+    // every file written at the bottom is bounded: compactions by their target file
+    // size, bulk-built files by `build::FILE_RAW_BYTES`.
+    o.set_bottommost_compression_options(
+        ZSTD_WINDOW_BITS,
+        ZSTD_DEFAULT_LEVEL,
+        0,
+        DICTIONARY_BYTES,
+        true,
+    );
+    o.set_bottommost_zstd_max_train_bytes(DICTIONARY_TRAINING_BYTES, true);
     // A quarter of the budget per table: a table written fast (backlinks, `distinct`)
     // flushes before the others force it to.
     o.set_write_buffer_size((memtable_bytes / 4).max(4 << 20));
