@@ -173,6 +173,11 @@ impl Store {
     /// Deletes every row of `cf` outside generation `keep`. With `drop_files`, SST files
     /// holding only such rows are removed at once instead of waiting for compaction:
     /// only when no reader can hold a snapshot that still needs them.
+    ///
+    /// A range holding no row gets no range deletion: its tombstone would cover the next
+    /// generation's keys, and files added under a tombstone cannot go to the bottom
+    /// level (they must be newer than it), so the whole generation would be compacted
+    /// down from level 0 again.
     fn clear_other_generations(&self, cf: &str, keep: u8, drop_files: bool) -> Result<()> {
         let cf = self.cf(cf);
         let mut ranges = vec![([keep + 1], [0xffu8])];
@@ -180,6 +185,13 @@ impl Store {
             ranges.push(([0u8], [keep]));
         }
         for (from, to) in ranges {
+            let mut it = self.db.raw_iterator_cf(cf);
+            it.seek(from);
+            let holds_rows = it.valid() && it.key().is_some_and(|k| k < to.as_slice());
+            it.status()?;
+            if !holds_rows {
+                continue;
+            }
             if drop_files {
                 self.db.delete_file_in_range_cf(cf, from, to)?;
             }
