@@ -49,9 +49,10 @@ pub struct BuildOptions {
     /// ([`BuildReport::flow_input`]) instead of writing backlinks to the store: the
     /// store is queryable once that flow build has published them.
     pub keep_flow_input: bool,
-    /// Raw bytes (keys and values) of rows after which an SST file is finished and the
-    /// next begun. RocksDB holds a file's blocks uncompressed until it is finished (to
-    /// train its dictionary), so this bounds that memory per open file.
+    /// Raw bytes (keys and values) of rows after which an SST file of a table with a
+    /// dictionary is finished and the next begun. RocksDB holds such a file's blocks
+    /// uncompressed until it is finished (to train its dictionary), so this bounds that
+    /// memory per open file.
     pub file_bytes: u64,
 }
 

@@ -167,7 +167,7 @@ impl Files {
         }
         let w = self.open.get_mut(&table).expect("opened above");
         let written = w.put(key, value)?;
-        let full = w.raw_bytes() >= self.file_bytes;
+        let full = w.is_full(self.file_bytes);
         if let (Some(kept), Table::Links, true) = (&mut self.kept, table, written) {
             kept.put_link(value)?;
         }

@@ -33,7 +33,7 @@ use crate::item::Item;
 use crate::keys::{url_hash, url_key, DistinctKind, ItemHasher};
 use crate::page::{day_of, PageCrawl, PageState};
 use crate::record::LinkRecord;
-use crate::store::{cf_options, StoreOptions};
+use crate::store::{cf_options, has_dictionary, StoreOptions};
 use crate::table::{
     row, AnchorKey, BacklinkKey, BuiltKey, Count, CountersKey, DistinctKey, Empty, ExpiryPageKey,
     LinkKey, PageKey, Pointer, RankedAnchorKey, RankedRefDomainKey, RefDomainKey, TableKey,
@@ -761,12 +761,13 @@ fn table_options(table: Table) -> &'static rocksdb::Options {
     })[table as usize]
 }
 
-/// Raw bytes (keys and values) after which a table file is finished and the next begun
-/// ([`TableFileWriter::raw_bytes`]). Files are compressed with a dictionary made from
-/// their own blocks, so RocksDB holds every block of a file uncompressed until it is
-/// finished: this bounds that memory per open file. Cutting costs nothing else, as the
-/// files of a table never overlap.
-pub const FILE_RAW_BYTES: u64 = 32 << 20;
+/// Raw bytes (keys and values) after which a file of a table with a dictionary is
+/// finished and the next begun ([`TableFileWriter::is_full`]). Its dictionary is made
+/// from its own blocks, so RocksDB holds every block of the file uncompressed until it
+/// is finished: this bounds that memory per open file. Files of other tables are
+/// written as they go and need no bound; fewer files keep a large store's files within
+/// the readers it keeps open (`StoreOptions::max_open_files`).
+pub const FILE_RAW_BYTES: u64 = 64 << 20;
 
 /// Writes one SST file of a table from rows in strictly increasing key order.
 pub struct TableFileWriter {
@@ -774,6 +775,8 @@ pub struct TableFileWriter {
     path: PathBuf,
     rows: u64,
     raw_bytes: u64,
+    /// The table's files have a dictionary: RocksDB holds their blocks until finished.
+    dictionary: bool,
     last_key: Vec<u8>,
 }
 
@@ -786,6 +789,7 @@ impl TableFileWriter {
             path: path.to_path_buf(),
             rows: 0,
             raw_bytes: 0,
+            dictionary: has_dictionary(table.cf_name()),
             last_key: Vec::new(),
         })
     }
@@ -804,10 +808,16 @@ impl TableFileWriter {
         Ok(true)
     }
 
-    /// Raw bytes (keys and values) written so far: a file is finished at
-    /// [`FILE_RAW_BYTES`], or a bulk build's own limit.
+    /// Raw bytes (keys and values) written so far.
     pub fn raw_bytes(&self) -> u64 {
         self.raw_bytes
+    }
+
+    /// True once a file whose blocks RocksDB holds until it is finished (its table has a
+    /// dictionary) has `limit` raw bytes ([`FILE_RAW_BYTES`], or a build's own): finish
+    /// it and start the next.
+    pub fn is_full(&self, limit: u64) -> bool {
+        self.dictionary && self.raw_bytes >= limit
     }
 
     /// Finishes the file; `None` (and no file) when it holds no row.

@@ -145,6 +145,12 @@ const SCANNED_ONLY: [&str; 6] = [
     CF_TOP_PAGES,
 ];
 
+/// True for a column family whose bottom-level files have a ZSTD dictionary (see
+/// [`cf_options`]): RocksDB holds such a file's blocks uncompressed until it is finished.
+pub(crate) fn has_dictionary(name: &str) -> bool {
+    !SCANNED_ONLY.contains(&name)
+}
+
 /// Size of each bottom-level file's ZSTD dictionary.
 const DICTIONARY_BYTES: i32 = 32 << 10;
 /// Sampled bytes a dictionary is trained on (ten times its size, as zstd advises).
@@ -197,7 +203,7 @@ pub(crate) fn cf_options(name: &str, cache: Option<&Cache>, memtable_bytes: usiz
     // file's uncompressed blocks until the dictionary is made, so every file written at
     // the bottom is bounded: compactions by their target file size, bulk-built files by
     // `build::FILE_RAW_BYTES`.
-    if !SCANNED_ONLY.contains(&name) {
+    if has_dictionary(name) {
         o.set_bottommost_compression_options(
             ZSTD_WINDOW_BITS,
             ZSTD_DEFAULT_LEVEL,
