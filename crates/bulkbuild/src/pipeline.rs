@@ -26,7 +26,7 @@
 
 use crate::error::{Error, Result};
 use crate::flow_input::{KeptFiles, KeptRows};
-use crate::progress::Counters;
+use crate::progress::{Counters, LocalCount};
 use crate::sorter::{Groups, Sorter};
 use ingest::{CrawlSink, FileReader, FileSummary, RawRecord, ReadOptions, RecordParser, SinkError};
 use linkstore::build::{
@@ -116,6 +116,7 @@ struct Files {
     done: Vec<(Table, PathBuf)>,
     count: usize,
     progress: Arc<Counters>,
+    rows_written: LocalCount,
     kept: Option<KeptRows>,
     /// Raw bytes after which a file is finished and the table's next rows start another.
     file_bytes: u64,
@@ -139,6 +140,7 @@ impl Files {
             done: Vec::new(),
             count: 0,
             progress,
+            rows_written: LocalCount::default(),
         }
     }
 
@@ -147,7 +149,7 @@ impl Files {
     fn put_backlink(&mut self, key: &[u8], record: &[u8], pointer: Option<&[u8]>) -> Result<()> {
         if let Some(kept) = &mut self.kept {
             kept.put_backlink(key, record)?;
-            self.progress.add(&self.progress.rows_written, 1);
+            self.rows_written.bump(&self.progress.rows_written);
             return Ok(());
         }
         self.put(Table::Backlinks, key, pointer.unwrap_or(record))
@@ -171,7 +173,7 @@ impl Files {
         if let (Some(kept), Table::Links, true) = (&mut self.kept, table, written) {
             kept.put_link(value)?;
         }
-        self.progress.add(&self.progress.rows_written, 1);
+        self.rows_written.bump(&self.progress.rows_written);
         if full {
             self.cut(|t| t == table)?;
         }
@@ -181,6 +183,7 @@ impl Files {
     /// Finishes the open files of the tables `which` picks: their next rows start new
     /// files.
     fn cut(&mut self, which: impl Fn(Table) -> bool) -> Result<()> {
+        self.rows_written.flush(&self.progress.rows_written);
         let tables: Vec<Table> = self.open.keys().copied().filter(|&t| which(t)).collect();
         for table in tables {
             let w = self.open.remove(&table).expect("listed above");
@@ -567,6 +570,7 @@ struct ViewsOp {
     files: Files,
     shared: SharedRef,
     progress: Arc<Counters>,
+    groups: LocalCount,
 }
 
 /// Share of a sorter's budget that one item's sums may take before the item is reduced
@@ -595,6 +599,7 @@ impl ViewsOp {
             files,
             shared,
             progress,
+            groups: LocalCount::default(),
         }
     }
 
@@ -642,6 +647,7 @@ impl ViewsOp {
         };
         for _ in 0..GROUPS_PER_SLICE {
             let Some(table) = groups.next_group(&mut self.key)? else {
+                self.groups.flush(&self.progress.groups);
                 // Every row this stage feeds is sorted before the next stage starts.
                 self.reducer.finish(&mut out);
                 self.reducing = None;
@@ -663,7 +669,7 @@ impl ViewsOp {
             }
             self.reducer.reduce(table, &self.key, groups, &mut out)?;
             groups.take_error()?;
-            self.progress.add(&self.progress.groups, 1);
+            self.groups.bump(&self.progress.groups);
             if let Some(e) = out.failed.take() {
                 return Err(e);
             }
@@ -683,25 +689,25 @@ struct StageOut<'a> {
 }
 
 impl ReduceOut for StageOut<'_> {
-    fn row(&mut self, table: Table, key: Vec<u8>, value: Vec<u8>) {
-        if let Err(e) = self.files.put(table, &key, &value) {
+    fn row(&mut self, table: Table, key: &[u8], value: &[u8]) {
+        if let Err(e) = self.files.put(table, key, value) {
             self.failed.get_or_insert(e);
         }
     }
 
-    fn backlink(&mut self, key: Vec<u8>, record: Vec<u8>, pointer: Option<&[u8]>) {
-        if let Err(e) = self.files.put_backlink(&key, &record, pointer) {
+    fn backlink(&mut self, key: &[u8], record: &[u8], pointer: Option<&[u8]>) {
+        if let Err(e) = self.files.put_backlink(key, record, pointer) {
             self.failed.get_or_insert(e);
         }
     }
 
-    fn feed(&mut self, table: Table, key: Vec<u8>, value: Vec<u8>) {
+    fn feed(&mut self, table: Table, key: &[u8], value: &[u8]) {
         if table == Table::Counters {
-            (self.give)((table as u8, key, value));
+            (self.give)((table as u8, key.to_vec(), value.to_vec()));
             return;
         }
         let r = match self.sorters.get_mut(usize::from(table.stage()) - 1) {
-            Some(Some(s)) => s.push(table, &key, &value),
+            Some(Some(s)) => s.push(table, key, value),
             _ => unreachable!("a reduction feeds only later stages"),
         };
         if let Err(e) = r {
@@ -722,6 +728,7 @@ fn reduce_counters(sorter: Sorter, bits: u8, files: &mut Files, progress: &Count
     reducer.start_stage(Table::Counters.stage());
     let mut groups = sorter.into_groups(<[u8]>::len)?;
     let mut key = Vec::new();
+    let mut reduced = LocalCount::default();
     let mut give = |_: Row| unreachable!("counters feed no other table");
     let mut out = StageOut {
         files,
@@ -732,11 +739,12 @@ fn reduce_counters(sorter: Sorter, bits: u8, files: &mut Files, progress: &Count
     while let Some(table) = groups.next_group(&mut key)? {
         reducer.reduce(table, &key, &mut groups, &mut out)?;
         groups.take_error()?;
-        progress.add(&progress.groups, 1);
+        reduced.bump(&progress.groups);
         if let Some(e) = out.failed.take() {
             return Err(e);
         }
     }
+    reduced.flush(&progress.groups);
     reducer.finish(&mut out);
     out.failed.map_or(Ok(()), Err)
 }

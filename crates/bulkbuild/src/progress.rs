@@ -25,6 +25,30 @@ impl Counters {
     }
 }
 
+/// One worker's counts of something it does per row, added to the shared counter every
+/// [`LocalCount::EVERY`] counts and when flushed: each worker bumping the shared atomic
+/// once per row moved its cache line between the cores every time (three quarters of
+/// the SST writer's own time in the build's profile).
+#[derive(Debug, Default)]
+pub(crate) struct LocalCount(u64);
+
+impl LocalCount {
+    const EVERY: u64 = 4096;
+
+    pub(crate) fn bump(&mut self, total: &AtomicU64) {
+        self.0 += 1;
+        if self.0 == Self::EVERY {
+            self.flush(total);
+        }
+    }
+
+    pub(crate) fn flush(&mut self, total: &AtomicU64) {
+        if self.0 > 0 {
+            total.fetch_add(std::mem::take(&mut self.0), Ordering::Relaxed);
+        }
+    }
+}
+
 /// The stages of a build, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Stage {

@@ -83,6 +83,9 @@ impl Sorter {
             // zeroed by the kernel again for every run (a quarter of a build's CPU).
             self.arena
                 .reserve_exact((self.budget + ARENA_SLACK).min(u32::MAX as usize));
+            // Likewise the rows, which can never outnumber the budget's share of them:
+            // address space only, faulted in as rows arrive.
+            self.rows.reserve_exact(self.budget / ROW_OVERHEAD + 1);
         }
         let offset = self.arena.len();
         if offset + key.len() + value.len() + 1 > u32::MAX as usize {
@@ -221,7 +224,7 @@ impl Groups {
         self.move_past_handed_out();
         let in_group = match self.merge.peek() {
             Ok(Some((k, _))) => {
-                (self.group_len)(k) == self.group.len() && k.starts_with(&self.group)
+                (self.group_len)(k) == self.group.len() && starts_with_group(k, &self.group)
             }
             Ok(None) => false,
             Err(e) => {
@@ -238,6 +241,19 @@ impl Groups {
     pub fn take_error(&mut self) -> Result<()> {
         self.error.take().map_or(Ok(()), Err)
     }
+}
+
+/// Whether `key` starts with `group`, its last bytes compared first: keys of a group
+/// share a long item prefix, and the next group's first key most often differs only
+/// near the end (a link's hashes, a member's name), which a forward comparison reaches
+/// last.
+fn starts_with_group(key: &[u8], group: &[u8]) -> bool {
+    let n = group.len();
+    if key.len() < n {
+        return false;
+    }
+    let tail = n.saturating_sub(8);
+    key[tail..n] == group[tail..] && key[..tail] == group[..tail]
 }
 
 impl Values for Groups {
@@ -489,6 +505,34 @@ mod tests {
             out.push((table, key.clone(), v));
         }
         out
+    }
+
+    #[test]
+    fn a_group_prefix_is_found_as_starts_with_finds_it() {
+        let group = b"item-key-of-some-length|member";
+        for key in [
+            &group[..],
+            b"item-key-of-some-length|member and more",
+            b"item-key-of-some-length|membeR",
+            b"Item-key-of-some-length|member",
+            b"item-key-of-some-length|memb",
+            b"item-key-of-some-length|mem|er",
+            b"",
+        ] {
+            assert_eq!(
+                starts_with_group(key, group),
+                key.starts_with(group),
+                "{key:?}"
+            );
+        }
+        for (key, group) in [
+            (&b"abc"[..], &b"abc"[..]),
+            (b"abd", b"abc"),
+            (b"a", b""),
+            (b"", b""),
+        ] {
+            assert_eq!(starts_with_group(key, group), key.starts_with(group));
+        }
     }
 
     #[test]

@@ -314,16 +314,15 @@ pub trait Values {
 pub trait ReduceOut {
     /// A final row. Each table's final rows come in strictly increasing key order within
     /// a stage, and their files never overlap (see [`ReduceOut::cut`]).
-    fn row(&mut self, table: Table, key: Vec<u8>, value: Vec<u8>);
+    fn row(&mut self, table: Table, key: &[u8], value: &[u8]);
     /// A final `backlinks` row: its whole `record`, and the `pointer` value a store keeps
     /// instead when the row is not its target URL's (`docs/format.md`, "`backlinks`").
     /// Rows kept for a flow build to re-key need the record; the store takes the pointer.
-    fn backlink(&mut self, key: Vec<u8>, record: Vec<u8>, pointer: Option<&[u8]>) {
-        let value = pointer.map_or(record, |p| p.to_vec());
-        self.row(Table::Backlinks, key, value);
+    fn backlink(&mut self, key: &[u8], record: &[u8], pointer: Option<&[u8]>) {
+        self.row(Table::Backlinks, key, pointer.unwrap_or(record));
     }
     /// A row that a later stage reduces (counters: the counters' own reduction).
-    fn feed(&mut self, table: Table, key: Vec<u8>, value: Vec<u8>);
+    fn feed(&mut self, table: Table, key: &[u8], value: &[u8]);
     /// Later-stage tables' final rows resume past a gap that a later stage fills (an
     /// item reduced stage by stage): their open files must end here.
     fn cut(&mut self);
@@ -385,7 +384,7 @@ impl AnchorRun {
             self.domain.push_str(domain);
         }
         if self.written > 0 {
-            out.row(Table::Distinct, raw, Count(n).encode());
+            out.row(Table::Distinct, &raw, &Count(n).encode());
             self.written += 1;
             return;
         }
@@ -393,7 +392,7 @@ impl AnchorRun {
         self.held.push((raw, text, n));
         if self.held.len() as i64 > ANCHORS_IN_ROW {
             for (raw, _, n) in self.held.drain(..) {
-                out.row(Table::Distinct, raw, Count(n).encode());
+                out.row(Table::Distinct, &raw, &Count(n).encode());
                 self.written += 1;
             }
         }
@@ -424,7 +423,7 @@ impl AnchorRun {
             domain: &self.domain,
         };
         let (t, k, v) = row(&key, &share);
-        out.feed(t, k, v);
+        out.feed(t, &k, &v);
         self.prefix.clear();
         self.domain.clear();
         self.held.clear();
@@ -503,7 +502,7 @@ impl Reducer {
         let items = matches!(self.summing.take(), Some(Summing::Items(_)));
         let whole = self.sum.take_whole();
         if !(items && whole) {
-            self.sum.flush(&mut |t, k, v| out.feed(t, k, v));
+            self.sum.flush(&mut |t, k, v| out.feed(t, &k, &v));
             if items {
                 // The items' rows come from later stages, between this stage's files.
                 out.cut();
@@ -512,12 +511,12 @@ impl Reducer {
         }
         let (hasher, rows) = (&self.hasher, &mut self.item_rows);
         self.sum.drain_items(&mut |item| {
-            item_rows(item, hasher, rows, &mut |(t, k, v)| out.feed(t, k, v));
+            item_rows(item, hasher, rows, &mut |(t, k, v)| out.feed(t, &k, &v));
         });
         // Items that share a partition hash (forced collisions) interleave.
         rows.sort_unstable_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
         for (t, k, v) in rows.drain(..) {
-            out.row(t, k, v);
+            out.row(t, &k, &v);
         }
     }
 
@@ -582,9 +581,9 @@ impl Reducer {
             Table::Backlinks => {
                 // One row per key, as below; its record feeds the target's views.
                 if let Some(v) = values.next_value() {
-                    let v = v.to_vec();
-                    let pointer = self.backlink_views(key, &v, &mut |t, k, v| out.feed(t, k, v))?;
-                    out.backlink(key.to_vec(), v, pointer.as_ref().map(|p| p.as_slice()));
+                    let pointer =
+                        self.backlink_views(key, v, &mut |t, k, v| out.feed(t, &k, &v))?;
+                    out.backlink(key, v, pointer.as_ref().map(|p| p.as_slice()));
                 }
             }
             Table::Links
@@ -595,14 +594,14 @@ impl Reducer {
                 // One row per key; a second one is a 64-bit hash collision of two links
                 // (the incremental writer keeps one too).
                 if let Some(v) = values.next_value() {
-                    out.row(table, key.to_vec(), v.to_vec());
+                    out.row(table, key, v);
                 }
             }
             Table::Distinct if self.stage == Table::Backlinks.stage() => {
                 // A page's contribution: summed with the item's backlinks.
                 let key = DistinctKey::parse(key)?;
                 let n = sum_counts(&key, values)?;
-                let fed = &mut |t, k, v| out.feed(t, k, v);
+                let fed = &mut |t, k: Vec<u8>, v: Vec<u8>| out.feed(t, &k, &v);
                 self.sum
                     .add_distinct(key.item_key, key.kind, key.member, n, fed);
             }
@@ -616,12 +615,12 @@ impl Reducer {
                 if key.kind == DistinctKind::AnchorDomain {
                     let (domain, text) = split_anchor_member(key.member);
                     self.anchor_run.add(&key, domain, n, out);
-                    let fed = &mut |t, k, v| out.feed(t, k, v);
+                    let fed = &mut |t, k: Vec<u8>, v: Vec<u8>| out.feed(t, &k, &v);
                     self.sum.add_anchor_ref_domain(key.item_key, text, fed);
                     return Ok(());
                 }
                 let (t, k, v) = row(&key, &Count(n));
-                out.row(t, k, v);
+                out.row(t, &k, &v);
                 if key.kind == DistinctKind::RefIp {
                     // One subnet's addresses sort together: count it at its first.
                     let subnet = subnet_of_member(key.member);
@@ -652,7 +651,7 @@ impl Reducer {
                 if row.links <= 0 {
                     return Ok(());
                 }
-                let fed = &mut |t, k, v| out.feed(t, k, v);
+                let fed = &mut |t, k: Vec<u8>, v: Vec<u8>| out.feed(t, &k, &v);
                 let live = i64::from(row.live_links() > 0);
                 let delta = ref_domain_counters(&row.domain, 1, live);
                 self.sum.add_counters(key.item_key, &delta);
@@ -687,7 +686,7 @@ impl Reducer {
                     ..Default::default()
                 };
                 self.sum.add_counters(key.item_key, &delta);
-                let fed = &mut |t, k, v| out.feed(t, k, v);
+                let fed = &mut |t, k: Vec<u8>, v: Vec<u8>| out.feed(t, &k, &v);
                 let ranked = RankedAnchorKey {
                     item_key: key.item_key,
                     row: &row,
@@ -708,7 +707,7 @@ impl Reducer {
                 };
                 for item_key in item_keys_of_url(&self.hasher, key.0) {
                     let (t, k, v) = row(&CountersKey(&item_key), &delta);
-                    out.feed(t, k, v);
+                    out.feed(t, &k, &v);
                 }
             }
             Table::Timeline => {
@@ -737,7 +736,7 @@ impl Reducer {
 /// Emits a final row of a typed key and value.
 fn emit_final<K: BuiltKey>(out: &mut dyn ReduceOut, key: &K, value: &K::Value) {
     let (table, key, value) = row(key, value);
-    out.row(table, key, value);
+    out.row(table, &key, &value);
 }
 
 /// The sum of a group's counts.

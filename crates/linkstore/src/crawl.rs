@@ -88,7 +88,7 @@ pub(crate) fn newer_crawl(
         CrawlOutcome::NotHtml => LostReason::NotHtml,
         _ => LostReason::LinkRemoved,
     };
-    let mut changes = Vec::new();
+    let mut changes = Vec::with_capacity(existing.len() + found.len());
     for (target, rec) in existing {
         if !found.contains_key(target) && !rec.is_deleted() {
             let mut new = rec.clone();

@@ -407,10 +407,10 @@ mod tests {
             // A later stage's reduction: final rows kept, fed ones left out.
             struct Final(BTreeMap<(Table, Vec<u8>), Vec<u8>>);
             impl ReduceOut for Final {
-                fn row(&mut self, table: Table, key: Vec<u8>, value: Vec<u8>) {
-                    self.0.insert((table, key), value);
+                fn row(&mut self, table: Table, key: &[u8], value: &[u8]) {
+                    self.0.insert((table, key.to_vec()), value.to_vec());
                 }
-                fn feed(&mut self, _: Table, _: Vec<u8>, _: Vec<u8>) {}
+                fn feed(&mut self, _: Table, _: &[u8], _: &[u8]) {}
                 fn cut(&mut self) {}
             }
             let mut reducer = Reducer::new(64, BUDGET);
