@@ -231,7 +231,7 @@ impl PageRows {
             self.report.crawls_applied += 1;
             let changes = newer_crawl(
                 crawl,
-                &links,
+                &mut links,
                 &UrlMetrics::default(),
                 &mut |_| Ok(UrlMetrics::default()),
                 &mut self.report.stats,

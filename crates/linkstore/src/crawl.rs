@@ -11,6 +11,7 @@ use crate::record::{
 };
 use crate::views::domain_of_url;
 use crate::writer::ApplyStats;
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashSet};
 use std::net::IpAddr;
 
@@ -70,16 +71,22 @@ pub(crate) struct UrlMetrics {
 }
 
 /// Changes made by a first or newer crawl: links it no longer shows are deleted with the
-/// crawl's reason, links it shows are new or seen again.
+/// crawl's reason, links it shows are new or seen again. The record of every link that
+/// changes moves out of `existing` into its change; the caller puts the new ones back.
+/// Nothing is moved unless every target's metrics were read.
 pub(crate) fn newer_crawl(
     crawl: &PageCrawl,
-    existing: &BTreeMap<String, LinkRecord>,
+    existing: &mut BTreeMap<String, LinkRecord>,
     source: &UrlMetrics,
     target_metrics: &mut dyn FnMut(&str) -> Result<UrlMetrics>,
     stats: &mut ApplyStats,
 ) -> Result<Vec<Change>> {
     let day = day_of(crawl.fetched_at);
     let found = found_links(crawl);
+    let targets = found
+        .keys()
+        .map(|target| target_metrics(target))
+        .collect::<Result<Vec<_>>>()?;
     let page_out = page_outlinks(&crawl.url, &found);
     let lost_reason = match &crawl.outcome {
         CrawlOutcome::Gone { status: 410 } => LostReason::PageGone,
@@ -88,21 +95,25 @@ pub(crate) fn newer_crawl(
         CrawlOutcome::NotHtml => LostReason::NotHtml,
         _ => LostReason::LinkRemoved,
     };
-    let mut changes = Vec::with_capacity(existing.len() + found.len());
-    for (target, rec) in existing {
-        if !found.contains_key(target) && !rec.is_deleted() {
-            let mut new = rec.clone();
-            new.set_flag(flags::DELETED, true);
-            new.date_lost = day;
-            new.lost_reason = lost_reason;
-            new.source_out = page_out;
-            stats.links_deleted += 1;
-            changes.push((Some(rec.clone()), new));
-        }
+    let lost: Vec<String> = existing
+        .iter()
+        .filter(|(target, rec)| !found.contains_key(target.as_str()) && !rec.is_deleted())
+        .map(|(target, _)| target.clone())
+        .collect();
+    let mut changes = Vec::with_capacity(lost.len() + found.len());
+    for target in lost {
+        let old = existing.remove(&target).expect("listed above");
+        let mut new = old.clone();
+        new.set_flag(flags::DELETED, true);
+        new.date_lost = day;
+        new.lost_reason = lost_reason;
+        new.source_out = page_out;
+        stats.links_deleted += 1;
+        changes.push((Some(old), new));
     }
-    for (target, link) in &found {
-        let old = existing.get(target);
-        let mut new = match old {
+    for ((target, link), metrics) in found.iter().zip(targets) {
+        let old = existing.remove(*target);
+        let mut new = match &old {
             Some(old) => {
                 stats.links_seen_again += 1;
                 let mut r = old.clone();
@@ -124,38 +135,40 @@ pub(crate) fn newer_crawl(
         describe(&mut new, link, crawl.ip);
         new.source_flow = source.flow;
         new.source_topics = top(&source.topics, SOURCE_TOPICS);
-        let target = target_metrics(&link.target)?;
-        new.target_flow = target.flow;
-        new.target_topics = top(&target.topics, TARGET_TOPICS);
+        new.target_flow = metrics.flow;
+        new.target_topics = top(&metrics.topics, TARGET_TOPICS);
         new.source_out = page_out;
         if let CrawlOutcome::Redirect { status, .. } = crawl.outcome {
             new.redirect_status = status;
         }
         new.last_seen = new.last_seen.max(day);
         new.history.insert(day);
-        changes.push((old.cloned(), new));
+        changes.push((old, new));
     }
     Ok(changes)
 }
 
 /// Changes made by a crawl older than the one applied: the links it shows get its day in
-/// their history and, if earlier, as their discovery date. Nothing else changes.
+/// their history and, if earlier, as their discovery date. Nothing else changes. As with
+/// [`newer_crawl`], changed records move out of `existing` into their changes.
 pub(crate) fn older_crawl(
     crawl: &PageCrawl,
-    existing: &BTreeMap<String, LinkRecord>,
+    existing: &mut BTreeMap<String, LinkRecord>,
 ) -> Vec<Change> {
     let day = day_of(crawl.fetched_at);
     let mut changes = Vec::new();
     for target in found_links(crawl).keys() {
-        if let Some(old) = existing.get(target) {
-            if old.history.contains(day) && old.first_seen <= day {
-                continue;
-            }
-            let mut new = old.clone();
-            new.history.insert(day);
-            new.first_seen = new.first_seen.min(day);
-            changes.push((Some(old.clone()), new));
+        let Some(old) = existing.get(*target) else {
+            continue;
+        };
+        if old.history.contains(day) && old.first_seen <= day {
+            continue;
         }
+        let old = existing.remove(*target).expect("found above");
+        let mut new = old.clone();
+        new.history.insert(day);
+        new.first_seen = new.first_seen.min(day);
+        changes.push((Some(old), new));
     }
     changes
 }
@@ -165,7 +178,7 @@ fn top(topics: &[(String, u8)], n: usize) -> Vec<(String, u8)> {
 }
 
 /// Live out-links of a page as one crawl shows them.
-fn page_outlinks(page: &str, found: &BTreeMap<String, OutLink>) -> SourceOutlinks {
+fn page_outlinks(page: &str, found: &BTreeMap<&str, Cow<'_, OutLink>>) -> SourceOutlinks {
     let own = domain_of_url(page);
     let mut out = SourceOutlinks::default();
     let mut domains = HashSet::new();
@@ -182,14 +195,14 @@ fn page_outlinks(page: &str, found: &BTreeMap<String, OutLink>) -> SourceOutlink
     out
 }
 
-/// The links a crawl shows, one per target (the first occurrence wins); a redirect shows
-/// exactly one, to its `Location`.
-fn found_links(crawl: &PageCrawl) -> BTreeMap<String, OutLink> {
+/// The links a crawl shows, one per target (the first occurrence wins), borrowed from
+/// it; a redirect shows exactly one, to its `Location`.
+fn found_links(crawl: &PageCrawl) -> BTreeMap<&str, Cow<'_, OutLink>> {
     let mut found = BTreeMap::new();
     match &crawl.outcome {
         CrawlOutcome::Html { links } => {
             for l in links {
-                found.entry(l.target.clone()).or_insert_with(|| l.clone());
+                found.entry(l.target.as_str()).or_insert(Cow::Borrowed(l));
             }
         }
         CrawlOutcome::Redirect { location, .. } => {
@@ -198,7 +211,7 @@ fn found_links(crawl: &PageCrawl) -> BTreeMap<String, OutLink> {
                 kind: LinkKind::Redirect,
                 ..Default::default()
             };
-            found.insert(location.clone(), link);
+            found.insert(location.as_str(), Cow::Owned(link));
         }
         _ => {}
     }

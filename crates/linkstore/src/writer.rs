@@ -294,17 +294,18 @@ impl<'a> Writer<'a> {
         self.pending_pages += 1;
         let order = crawl_order(previous, crawl.fetched_at);
         let day = day_of(crawl.fetched_at);
-        let changes = match order {
+        let (changes, out_domains_before) = match order {
             CrawlOrder::Same => {
                 stats.skipped = true;
                 return Ok(stats);
             }
             CrawlOrder::Older => {
                 let source_flow = self.url_metrics(&crawl.url)?.flow;
-                let existing = self.take_links(&crawl.url, source_flow)?;
-                let changes = older_crawl(crawl, &existing);
+                let mut existing = self.take_links(&crawl.url, source_flow)?;
+                let before = page_out_domains(existing.values());
+                let changes = older_crawl(crawl, &mut existing);
                 self.rows.links.insert(crawl.url.clone(), existing);
-                changes
+                (changes, before)
             }
             CrawlOrder::First | CrawlOrder::Newer => {
                 let mut delta = Counters {
@@ -317,23 +318,24 @@ impl<'a> Writer<'a> {
                 }
                 self.add_counters_for_url(&crawl.url, &delta, true);
                 let source = self.url_metrics(&crawl.url)?;
-                let existing = self.take_links(&crawl.url, source.flow)?;
+                let mut existing = self.take_links(&crawl.url, source.flow)?;
+                let before = page_out_domains(existing.values());
                 let mut flows = std::mem::take(&mut self.flows);
                 let changes = newer_crawl(
                     crawl,
-                    &existing,
+                    &mut existing,
                     &source,
                     &mut |url| url_metrics(self.store, &mut flows, url),
                     &mut stats,
                 );
                 self.flows = flows;
                 self.rows.links.insert(crawl.url.clone(), existing);
-                changes?
+                (changes?, before)
             }
         };
         if !changes.is_empty() {
-            let links = self.rows.links.get(&crawl.url);
-            let before = page_out_domains(links.into_iter().flat_map(BTreeMap::values));
+            // The changed records are out of the page's link set until each change puts
+            // its new one back.
             for (old, new) in changes {
                 if old.is_none() {
                     self.ref_url(&new.target_url, 1)?;
@@ -341,7 +343,7 @@ impl<'a> Writer<'a> {
                 self.change_link(old.as_ref(), new)?;
             }
             let after = page_out_domains(self.rows.links[&crawl.url].values());
-            self.add_page_out_domains(&crawl.url, after - before);
+            self.add_page_out_domains(&crawl.url, after - out_domains_before);
         }
         let state = next_state(previous, crawl, status);
         // The page's `expiry` row follows its last fetch day.
