@@ -83,9 +83,10 @@ impl Sorter {
             // zeroed by the kernel again for every run (a quarter of a build's CPU).
             self.arena
                 .reserve_exact((self.budget + ARENA_SLACK).min(u32::MAX as usize));
-            // Likewise the rows, which can never outnumber the budget's share of them:
-            // address space only, faulted in as rows arrive.
-            self.rows.reserve_exact(self.budget / ROW_OVERHEAD + 1);
+            // Likewise the rows, as many as the budget can hold (past 4 GiB they may still
+            // grow): address space only, faulted in as rows arrive.
+            self.rows
+                .reserve_exact(self.budget.min(u32::MAX as usize) / ROW_OVERHEAD + 1);
         }
         let offset = self.arena.len();
         if offset + key.len() + value.len() + 1 > u32::MAX as usize {
