@@ -701,13 +701,13 @@ impl ReduceOut for StageOut<'_> {
         }
     }
 
-    fn feed(&mut self, table: Table, key: &[u8], value: &[u8]) {
+    fn feed(&mut self, table: Table, key: Vec<u8>, value: Vec<u8>) {
         if table == Table::Counters {
-            (self.give)((table as u8, key.to_vec(), value.to_vec()));
+            (self.give)((table as u8, key, value));
             return;
         }
         let r = match self.sorters.get_mut(usize::from(table.stage()) - 1) {
-            Some(Some(s)) => s.push(table, key, value),
+            Some(Some(s)) => s.push(table, &key, &value),
             _ => unreachable!("a reduction feeds only later stages"),
         };
         if let Err(e) = r {

@@ -322,7 +322,7 @@ pub trait ReduceOut {
         self.row(Table::Backlinks, key, pointer.unwrap_or(record));
     }
     /// A row that a later stage reduces (counters: the counters' own reduction).
-    fn feed(&mut self, table: Table, key: &[u8], value: &[u8]);
+    fn feed(&mut self, table: Table, key: Vec<u8>, value: Vec<u8>);
     /// Later-stage tables' final rows resume past a gap that a later stage fills (an
     /// item reduced stage by stage): their open files must end here.
     fn cut(&mut self);
@@ -423,7 +423,7 @@ impl AnchorRun {
             domain: &self.domain,
         };
         let (t, k, v) = row(&key, &share);
-        out.feed(t, &k, &v);
+        out.feed(t, k, v);
         self.prefix.clear();
         self.domain.clear();
         self.held.clear();
@@ -502,7 +502,7 @@ impl Reducer {
         let items = matches!(self.summing.take(), Some(Summing::Items(_)));
         let whole = self.sum.take_whole();
         if !(items && whole) {
-            self.sum.flush(&mut |t, k, v| out.feed(t, &k, &v));
+            self.sum.flush(&mut |t, k, v| out.feed(t, k, v));
             if items {
                 // The items' rows come from later stages, between this stage's files.
                 out.cut();
@@ -511,7 +511,7 @@ impl Reducer {
         }
         let (hasher, rows) = (&self.hasher, &mut self.item_rows);
         self.sum.drain_items(&mut |item| {
-            item_rows(item, hasher, rows, &mut |(t, k, v)| out.feed(t, &k, &v));
+            item_rows(item, hasher, rows, &mut |(t, k, v)| out.feed(t, k, v));
         });
         // Items that share a partition hash (forced collisions) interleave.
         rows.sort_unstable_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
@@ -581,8 +581,7 @@ impl Reducer {
             Table::Backlinks => {
                 // One row per key, as below; its record feeds the target's views.
                 if let Some(v) = values.next_value() {
-                    let pointer =
-                        self.backlink_views(key, v, &mut |t, k, v| out.feed(t, &k, &v))?;
+                    let pointer = self.backlink_views(key, v, &mut |t, k, v| out.feed(t, k, v))?;
                     out.backlink(key, v, pointer.as_ref().map(|p| p.as_slice()));
                 }
             }
@@ -601,7 +600,7 @@ impl Reducer {
                 // A page's contribution: summed with the item's backlinks.
                 let key = DistinctKey::parse(key)?;
                 let n = sum_counts(&key, values)?;
-                let fed = &mut |t, k: Vec<u8>, v: Vec<u8>| out.feed(t, &k, &v);
+                let fed = &mut |t, k, v| out.feed(t, k, v);
                 self.sum
                     .add_distinct(key.item_key, key.kind, key.member, n, fed);
             }
@@ -615,7 +614,7 @@ impl Reducer {
                 if key.kind == DistinctKind::AnchorDomain {
                     let (domain, text) = split_anchor_member(key.member);
                     self.anchor_run.add(&key, domain, n, out);
-                    let fed = &mut |t, k: Vec<u8>, v: Vec<u8>| out.feed(t, &k, &v);
+                    let fed = &mut |t, k, v| out.feed(t, k, v);
                     self.sum.add_anchor_ref_domain(key.item_key, text, fed);
                     return Ok(());
                 }
@@ -651,7 +650,7 @@ impl Reducer {
                 if row.links <= 0 {
                     return Ok(());
                 }
-                let fed = &mut |t, k: Vec<u8>, v: Vec<u8>| out.feed(t, &k, &v);
+                let fed = &mut |t, k, v| out.feed(t, k, v);
                 let live = i64::from(row.live_links() > 0);
                 let delta = ref_domain_counters(&row.domain, 1, live);
                 self.sum.add_counters(key.item_key, &delta);
@@ -686,7 +685,7 @@ impl Reducer {
                     ..Default::default()
                 };
                 self.sum.add_counters(key.item_key, &delta);
-                let fed = &mut |t, k: Vec<u8>, v: Vec<u8>| out.feed(t, &k, &v);
+                let fed = &mut |t, k, v| out.feed(t, k, v);
                 let ranked = RankedAnchorKey {
                     item_key: key.item_key,
                     row: &row,
@@ -707,7 +706,7 @@ impl Reducer {
                 };
                 for item_key in item_keys_of_url(&self.hasher, key.0) {
                     let (t, k, v) = row(&CountersKey(&item_key), &delta);
-                    out.feed(t, &k, &v);
+                    out.feed(t, k, v);
                 }
             }
             Table::Timeline => {

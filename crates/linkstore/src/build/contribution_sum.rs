@@ -410,7 +410,7 @@ mod tests {
                 fn row(&mut self, table: Table, key: &[u8], value: &[u8]) {
                     self.0.insert((table, key.to_vec()), value.to_vec());
                 }
-                fn feed(&mut self, _: Table, _: &[u8], _: &[u8]) {}
+                fn feed(&mut self, _: Table, _: Vec<u8>, _: Vec<u8>) {}
                 fn cut(&mut self) {}
             }
             let mut reducer = Reducer::new(64, BUDGET);
