@@ -33,7 +33,7 @@ use crate::item::Item;
 use crate::keys::{url_hash, url_key, DistinctKind, ItemHasher};
 use crate::page::{day_of, PageCrawl, PageState};
 use crate::record::LinkRecord;
-use crate::store::{cf_options, has_dictionary, StoreOptions};
+use crate::store::{bottom_file_options, has_dictionary};
 use crate::table::{
     row, AnchorKey, BacklinkKey, BuiltKey, Count, CountersKey, DistinctKey, Empty, ExpiryPageKey,
     LinkKey, PageKey, Pointer, RankedAnchorKey, RankedRefDomainKey, RefDomainKey, TableKey,
@@ -748,13 +748,13 @@ fn sum_counts<K: TableKey<Value = Count>>(key: &K, values: &mut dyn Values) -> R
 }
 
 /// Table options made once per table: an SST file is written with the options of the
-/// column family it will be added to.
+/// column family it will be added to, at the bottom level.
 fn table_options(table: Table) -> &'static rocksdb::Options {
     static OPTIONS: OnceLock<Vec<rocksdb::Options>> = OnceLock::new();
     &OPTIONS.get_or_init(|| {
         Table::ALL
             .iter()
-            .map(|t| cf_options(t.cf_name(), None, StoreOptions::default().memtable_bytes))
+            .map(|t| bottom_file_options(t.cf_name()))
             .collect()
     })[table as usize]
 }

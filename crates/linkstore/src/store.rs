@@ -161,10 +161,33 @@ const ZSTD_WINDOW_BITS: i32 = -14;
 const ZSTD_DEFAULT_LEVEL: i32 = 32767;
 
 /// Options of column family `name`, in a store whose memtable budget is
-/// `memtable_bytes` ([`StoreOptions::memtable_bytes`]). SST files made outside the
-/// database (bulk builds) are written with the same options, so they read exactly like
-/// flushed ones.
+/// `memtable_bytes` ([`StoreOptions::memtable_bytes`]).
 pub(crate) fn cf_options(name: &str, cache: Option<&Cache>, memtable_bytes: usize) -> Options {
+    let mut o = table_options(name, cache, memtable_bytes, true);
+    // Bloom filters only above the bottom level: a lookup that gets there reads the
+    // block where its key would be whether the key is there or not, and the writer's
+    // lookups of an item's rows come together, so that block is mostly read for its
+    // neighbours anyway. Files that a compaction writes with nothing below them have
+    // none: about 5% of a store, and the writer's lookups ran faster without them
+    // (`docs/benchmarks.md`, "Bloom filters above the bottom level only").
+    o.set_optimize_filters_for_hits(true);
+    o
+}
+
+/// Options of the SST files of column family `name` that a bulk build writes, which go
+/// to the bottom level: the database's ([`cf_options`]), so they read exactly like
+/// compacted ones, without the Bloom filters files at the bottom level do not have.
+pub(crate) fn bottom_file_options(name: &str) -> Options {
+    table_options(name, None, StoreOptions::default().memtable_bytes, false)
+}
+
+/// [`cf_options`], with Bloom filters in every file of a point-read table when `filters`.
+fn table_options(
+    name: &str,
+    cache: Option<&Cache>,
+    memtable_bytes: usize,
+    filters: bool,
+) -> Options {
     let mut o = Options::default();
     let mut table = BlockBasedOptions::default();
     if let Some(cache) = cache {
@@ -172,7 +195,7 @@ pub(crate) fn cf_options(name: &str, cache: Option<&Cache>, memtable_bytes: usiz
     }
     // Bloom filters only where point reads look (`Get`, `MultiGet`): tables read by
     // prefix scans alone would store and build them for nothing (10 bits per row).
-    if !SCANNED_ONLY.contains(&name) {
+    if filters && !SCANNED_ONLY.contains(&name) {
         table.set_bloom_filter(10.0, false);
     }
     // Partitioned index and filters: a point read loads one small filter partition, not
