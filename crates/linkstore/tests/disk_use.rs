@@ -52,3 +52,27 @@ fn each_table_reports_its_rows_and_where_its_bytes_go() {
     let total: u64 = tables.iter().map(|t| t.file_bytes).sum();
     assert_eq!(total, store.disk_bytes().unwrap());
 }
+
+/// A bulk build's files go to the bottom level, where a lookup reads the block its key
+/// would be in whether or not the key is there: they carry no Bloom filters, unlike the
+/// files the database flushes above them (the test above).
+#[test]
+fn files_built_for_the_bottom_level_carry_no_bloom_filters() {
+    use linkstore::build::{Table, TableFileWriter};
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("store"), &StoreOptions::default()).unwrap();
+    let path = dir.path().join("urls.sst");
+    let mut file = TableFileWriter::create(Table::Urls, &path).unwrap();
+    for i in 0..1_000u32 {
+        let key = format!("{i:08}https://u{i}.example/");
+        assert!(file.put(key.as_bytes(), &[2]).unwrap());
+    }
+    let built = file.finish().unwrap().expect("rows were put");
+    store.ingest_table_files(Table::Urls, &[built]).unwrap();
+
+    let tables = store.disk_by_table().unwrap();
+    let urls = tables.iter().find(|t| t.name == "urls").unwrap();
+    assert_eq!(urls.entries, 1_000);
+    assert!(urls.data_bytes > 0);
+    assert_eq!(urls.filter_bytes, 0, "{urls:?}");
+}
