@@ -60,7 +60,7 @@ fn each_table_reports_its_rows_and_where_its_bytes_go() {
 fn files_built_for_the_bottom_level_carry_no_bloom_filters() {
     use linkstore::build::{Table, TableFileWriter};
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("store"), &StoreOptions::default()).unwrap();
+    let store = Store::open(dir.path().join("store"), &StoreOptions::default()).unwrap();
     let path = dir.path().join("urls.sst");
     let mut file = TableFileWriter::create(Table::Urls, &path).unwrap();
     for i in 0..1_000u32 {
