@@ -163,7 +163,7 @@ const ZSTD_DEFAULT_LEVEL: i32 = 32767;
 /// Options of column family `name`, in a store whose memtable budget is
 /// `memtable_bytes` ([`StoreOptions::memtable_bytes`]).
 pub(crate) fn cf_options(name: &str, cache: Option<&Cache>, memtable_bytes: usize) -> Options {
-    let mut o = table_options(name, cache, memtable_bytes, true);
+    let mut o = column_family_options(name, cache, memtable_bytes, true);
     // Bloom filters only above the bottom level: a lookup that gets there reads the
     // block where its key would be whether the key is there or not, and the writer's
     // lookups of an item's rows come together, so that block is mostly read for its
@@ -178,11 +178,11 @@ pub(crate) fn cf_options(name: &str, cache: Option<&Cache>, memtable_bytes: usiz
 /// to the bottom level: the database's ([`cf_options`]), so they read exactly like
 /// compacted ones, without the Bloom filters files at the bottom level do not have.
 pub(crate) fn bottom_file_options(name: &str) -> Options {
-    table_options(name, None, StoreOptions::default().memtable_bytes, false)
+    column_family_options(name, None, StoreOptions::default().memtable_bytes, false)
 }
 
 /// [`cf_options`], with Bloom filters in every file of a point-read table when `filters`.
-fn table_options(
+fn column_family_options(
     name: &str,
     cache: Option<&Cache>,
     memtable_bytes: usize,
