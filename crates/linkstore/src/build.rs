@@ -33,6 +33,7 @@ use crate::item::Item;
 use crate::keys::{url_hash, url_key, DistinctKind, ItemHasher};
 use crate::page::{day_of, PageCrawl, PageState};
 use crate::record::LinkRecord;
+use crate::small_url::keeps_member_rows;
 use crate::store::{bottom_file_options, has_dictionary};
 use crate::table::{
     row, AnchorKey, BacklinkKey, BuiltKey, Count, CountersKey, DistinctKey, Empty, ExpiryPageKey,
@@ -49,8 +50,8 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 mod contribution_sum;
-mod item_rows;
-use contribution_sum::ContributionSum;
+pub(crate) mod item_rows;
+pub(crate) use contribution_sum::ContributionSum;
 use item_rows::{item_rows, Row};
 
 /// A column family a bulk build writes.
@@ -511,7 +512,9 @@ impl Reducer {
         }
         let (hasher, rows) = (&self.hasher, &mut self.item_rows);
         self.sum.drain_items(&mut |item| {
-            item_rows(item, hasher, rows, &mut |(t, k, v)| out.feed(t, k, v));
+            let backlinks = item.counters.map_or(0, |c| c.ext_backlinks);
+            let keep = keeps_member_rows(&item.key, backlinks);
+            item_rows(item, hasher, keep, rows, &mut |(t, k, v)| out.feed(t, k, v));
         });
         // Items that share a partition hash (forced collisions) interleave.
         rows.sort_unstable_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
@@ -618,8 +621,10 @@ impl Reducer {
                     self.sum.add_anchor_ref_domain(key.item_key, text, fed);
                     return Ok(());
                 }
-                let (t, k, v) = row(&key, &Count(n));
-                out.row(t, &k, &v);
+                if self.sum.keeps_member_rows(key.item_key) {
+                    let (t, k, v) = row(&key, &Count(n));
+                    out.row(t, &k, &v);
+                }
                 if key.kind == DistinctKind::RefIp {
                     // One subnet's addresses sort together: count it at its first.
                     let subnet = subnet_of_member(key.member);
@@ -660,6 +665,9 @@ impl Reducer {
                 {
                     emit_row(fed, &CountersKey(&source), &delta);
                 }
+                if !self.sum.keeps_member_rows(key.item_key) {
+                    return Ok(());
+                }
                 let ranked = RankedRefDomainKey {
                     item_key: key.item_key,
                     row: &row,
@@ -685,6 +693,9 @@ impl Reducer {
                     ..Default::default()
                 };
                 self.sum.add_counters(key.item_key, &delta);
+                if !self.sum.keeps_member_rows(key.item_key) {
+                    return Ok(());
+                }
                 let fed = &mut |t, k, v| out.feed(t, k, v);
                 let ranked = RankedAnchorKey {
                     item_key: key.item_key,

@@ -18,6 +18,7 @@ mod page;
 mod read_view;
 mod record;
 mod ref_domain_query;
+mod small_url;
 mod store;
 mod table;
 mod table_disk;
@@ -47,6 +48,7 @@ pub use ref_domain_query::{
     RefDomainMatch, RefDomainOrder, RefDomainPage, RefDomainQuery, MAX_ANALYSIS_DEPTH,
     MAX_CANDIDATE_ROWS,
 };
+pub use small_url::URL_ROWS_ABOVE;
 pub use store::{
     sibling_path, Store, StoreMemory, StoreOptions, StoreStamp, ALL_CFS, FORMAT_VERSION,
 };

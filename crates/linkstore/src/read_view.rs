@@ -7,6 +7,7 @@ use crate::keys::{generation_item_prefix, member_of_key, top_page_flow, Distinct
 use crate::metrics::ItemMetrics;
 use crate::page::PageState;
 use crate::record::{FlowPair, LinkRecord};
+use crate::small_url::url_views;
 use crate::store::{
     cf_handle, prefix_successor, CF_BACKLINKS, CF_DISTINCT, CF_LINKS, CF_TIMELINE, CF_TOP_PAGES,
 };
@@ -659,7 +660,17 @@ impl ReadView {
             })
             .collect();
         // Readers take the counts; a row's anchor texts are the writers'.
-        self.rows_read(&keys, |key, value| RefDomain::decode(key.domain, value))
+        let found = self.rows_read(&keys, |key, value| RefDomain::decode(key.domain, value))?;
+        if found.iter().any(Option::is_some) {
+            return Ok(found);
+        }
+        match self.small_url_rows::<RefDomain>(item)? {
+            None => Ok(found),
+            Some(rows) => Ok(domains
+                .iter()
+                .map(|&d| rows.iter().find(|r| r.domain == d).cloned())
+                .collect()),
+        }
     }
 
     /// Anchor texts of an item, most referring domains first.
@@ -670,10 +681,45 @@ impl ReadView {
     /// One anchor text's aggregate for an item (anchors are stored lower-cased).
     pub fn anchor(&self, item: &Item, text: &str) -> Result<Option<AnchorText>> {
         let item_key = self.hasher.item_key(item);
-        self.row(&AnchorKey {
+        let found = self.row(&AnchorKey {
             item_key: &item_key,
             text,
-        })
+        })?;
+        if found.is_some() {
+            return Ok(found);
+        }
+        let rows = self.small_url_rows::<AnchorText>(item)?;
+        Ok(rows.and_then(|rows| rows.into_iter().find(|r| r.text == text)))
+    }
+
+    /// The rows of `T` of a URL that keeps none in the store (at most
+    /// [`URL_ROWS_ABOVE`](crate::small_url::URL_ROWS_ABOVE) backlinks), worked out from its
+    /// backlinks in no particular order; `None` for other items and for URLs that keep
+    /// rows (found by the first row of its own table, which every such URL has).
+    fn small_url_rows<T: Ranked>(&self, item: &Item) -> Result<Option<Vec<T>>> {
+        if item.level != Level::Url {
+            return Ok(None);
+        }
+        let prefix = self.hasher.item_key(item);
+        let it = self.prefix_iterator(T::TABLE, &prefix);
+        if it.valid() {
+            return Ok(None);
+        }
+        it.status()?;
+        let mut records = Vec::new();
+        self.scan_backlinks(item, |rec| {
+            records.push(rec);
+            true
+        })?;
+        let (rows, _) = url_views(&item.name, &records, &self.hasher);
+        let mut out = Vec::new();
+        for (table, key, value) in rows {
+            if table.cf_name() == T::TABLE {
+                let member = member_of_key(&key, prefix.len(), 0, T::TABLE)?;
+                out.push(T::decode(member, &value)?);
+            }
+        }
+        Ok(Some(out))
     }
 
     /// Visits an item's rows of `T` in ranked order until `visit` returns false: its
@@ -707,6 +753,9 @@ impl ReadView {
             it.next();
         }
         it.status()?;
+        if rows.is_empty() {
+            rows = self.small_url_rows(item)?.unwrap_or_default();
+        }
         rows.sort_unstable_by(T::ranked_order);
         for row in rows {
             if !visit(row) {

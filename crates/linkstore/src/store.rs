@@ -25,7 +25,7 @@ struct Published {
 }
 
 /// Version of the key layout and column-family set, stored under `meta/format`.
-pub const FORMAT_VERSION: u8 = 11;
+pub const FORMAT_VERSION: u8 = 12;
 
 pub(crate) const CF_META: &str = "meta";
 pub(crate) const CF_LINKS: &str = "links";

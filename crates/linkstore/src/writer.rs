@@ -21,7 +21,9 @@ use crate::crawl::{
 };
 use crate::error::Result;
 use crate::item::Item;
-use crate::keys::{distinct_key, link_key, member_of_key, DistinctKind, EXPIRY_LINK, EXPIRY_PAGE};
+use crate::keys::{
+    distinct_key, link_key, member_of_key, DistinctKind, ItemHasher, EXPIRY_LINK, EXPIRY_PAGE,
+};
 use crate::page::{day_of, PageCrawl, PageState};
 use crate::record::{FlowPair, LinkRecord};
 use crate::store::*;
@@ -38,6 +40,9 @@ use rocksdb::{ReadOptions, WriteBatch};
 use std::collections::hash_map::Entry;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
+
+mod small_urls;
+use small_urls::UrlClass;
 
 // Keys come from crawled pages: a randomly seeded hash, but much cheaper than SipHash,
 // which took 7% of the writer thread.
@@ -56,6 +61,8 @@ enum Op {
 #[derive(Default)]
 struct SortedBatch {
     ops: Vec<(Table, Vec<u8>, Op)>,
+    /// `[from, to)` key ranges deleted after every op above.
+    range_deletes: Vec<(Table, Vec<u8>, Vec<u8>)>,
     /// Bytes of every key and value, to size the RocksDB batch once.
     bytes: usize,
 }
@@ -80,6 +87,12 @@ impl SortedBatch {
 
     fn merge<K: MergedKey>(&mut self, key: &K, operand: &K::Value) {
         self.push(K::TABLE, key.encode(), Op::Merge(K::encode_value(operand)));
+    }
+
+    /// Deletes the keys of `table` in `[from, to)`, after every other write of the batch.
+    fn delete_range(&mut self, table: Table, from: Vec<u8>, to: Vec<u8>) {
+        self.bytes += from.len() + to.len();
+        self.range_deletes.push((table, from, to));
     }
 
     /// Sorts by table and key (later writes of a key staying later) and keeps only the
@@ -110,6 +123,9 @@ impl SortedBatch {
                 Op::Delete => batch.delete_cf(cf, key),
                 Op::Merge(v) => batch.merge_cf(cf, key, v),
             }
+        }
+        for (table, from, to) in &self.range_deletes {
+            batch.delete_range_cf(cf_handle(db, table.cf_name()), from, to);
         }
         batch
     }
@@ -243,6 +259,9 @@ struct BatchRows {
     subnets: HashMap<Vec<u8>, i64>,
     /// Reference counts of the URLs touched (see `Writer::ref_url`).
     url_refs: HashMap<String, i64>,
+    /// URLs whose views the batch changes, by item key, and how it treats them
+    /// ([`small_urls`]).
+    url_classes: HashMap<Vec<u8>, UrlClass>,
 }
 
 /// Contributions held back before their rows are read in one sorted multi-get per table
@@ -489,6 +508,9 @@ impl<'a> Writer<'a> {
     /// Moves the "last seen" day of a referring-domain row up to `day`: in place if the
     /// batch holds the row, else noted for when the row is loaded or written.
     fn see_refdomain(&mut self, item_key: &[u8], domain: &str, day: u32) {
+        if self.skips_member_views(item_key) {
+            return;
+        }
         let key = RefDomain::key(item_key, domain).encode();
         if let Some(row) = self.rows.refdomains.get_mut(&key) {
             row.current.last_seen = row.current.last_seen.max(day);
@@ -525,11 +547,16 @@ impl<'a> Writer<'a> {
     /// Loads the `distinct`, `refdomains` and `anchors` rows `pending` will touch into the
     /// batch's overlays.
     fn prefetch(&mut self, pending: &[Contribution]) -> Result<()> {
+        self.class_urls(pending)?;
         let mut distinct = Vec::new();
         let mut refdomains = Vec::new();
         let mut anchors = Vec::new();
         for c in pending {
             match c {
+                Contribution::RefDomain { item_key, .. }
+                | Contribution::Anchor { item_key, .. }
+                | Contribution::Distinct { item_key, .. }
+                    if self.skips_member_views(item_key) => {}
                 Contribution::Distinct {
                     item_key,
                     kind: DistinctKind::AnchorDomain,
@@ -600,6 +627,10 @@ impl<'a> Writer<'a> {
     /// referring-domain counters from the rows' values before and after.
     fn apply_contribution(&mut self, c: Contribution) -> Result<()> {
         match c {
+            Contribution::RefDomain { ref item_key, .. }
+            | Contribution::Anchor { ref item_key, .. }
+            | Contribution::Distinct { ref item_key, .. }
+                if self.skips_member_views(item_key) => {}
             Contribution::Counters { item_key, delta } => self.add_counters(item_key, &delta),
             Contribution::Distinct {
                 item_key,
@@ -1073,12 +1104,13 @@ impl<'a> Writer<'a> {
         let batch = std::mem::take(&mut self.batch);
         let (db, written) = (Arc::clone(&self.store.db), Arc::clone(&rows));
         let counts = Arc::clone(&self.member_counts);
+        let (generation, hasher) = (self.generation, self.store.hasher);
         let write = std::thread::Builder::new()
             .name("store-writer".into())
             .spawn(move || {
                 gate();
                 let mut counts = counts.lock().unwrap_or_else(|p| p.into_inner());
-                written.write(batch, &db, &mut counts)
+                written.write(batch, &db, generation, &hasher, &mut counts)
             })?;
         self.in_flight = Some(InFlight { rows, write });
         Ok(())
@@ -1113,8 +1145,11 @@ impl BatchRows {
         &self,
         mut batch: SortedBatch,
         db: &rocksdb::DB,
+        generation: u8,
+        hasher: &ItemHasher,
         counts: &mut MemberCounts,
     ) -> Result<()> {
+        let settled = self.settle_urls(&mut batch, db, generation, hasher)?;
         for (url, state) in &self.pages {
             batch.put(&PageKey(url), state);
         }
@@ -1169,6 +1204,7 @@ impl BatchRows {
         wo.disable_wal(true);
         db.write_opt(batch.into_write_batch(db), &wo)?;
         counts.note(&stored, &self.counters);
+        counts.forget(&settled);
         Ok(())
     }
 
@@ -1266,6 +1302,13 @@ struct MemberCounts(HashMap<Vec<u8>, (i64, i64)>);
 impl MemberCounts {
     fn get(&self, item_key: &[u8]) -> Option<Counters> {
         self.0.get(item_key).map(|&rows| member_rows(rows))
+    }
+
+    /// Drops what it holds of `items`, whose rows a batch settled without its deltas.
+    fn forget(&mut self, items: &[Vec<u8>]) {
+        for item_key in items {
+            self.0.remove(item_key);
+        }
     }
 
     /// Notes the batch just written: each item's rows before it (`stored`) plus its

@@ -25,14 +25,17 @@ use crate::views::{
 };
 
 /// A row as the reducer hands it on: `(table, key, value)`.
-pub(super) type Row = (Table, Vec<u8>, Vec<u8>);
+pub(crate) type Row = (Table, Vec<u8>, Vec<u8>);
 
 /// Adds the final rows of one item's whole sum to `rows` (in no particular order), and
 /// gives `fed` the counters rows: the item's own, and those of referring root domains
-/// that gain an out-domain. Drains the sum.
-pub(super) fn item_rows(
+/// that gain an out-domain. Without `keep_members` (a URL with few backlinks,
+/// [`crate::small_url`]) the item's `distinct`, `refdomains` and `anchors` rows are
+/// counted but not added. Drains the sum.
+pub(crate) fn item_rows(
     sum: &mut ItemSum,
     hasher: &ItemHasher,
+    keep_members: bool,
     rows: &mut Vec<Row>,
     fed: &mut dyn FnMut(Row),
 ) {
@@ -67,7 +70,13 @@ pub(super) fn item_rows(
         if *kind == DistinctKind::AnchorDomain {
             let (domain, text) = split_anchor_member(member);
             if domain != run_domain {
-                end_anchor_run(&run_domain, &mut run, &mut sum.ref_domains, rows);
+                end_anchor_run(
+                    &run_domain,
+                    &mut run,
+                    &mut sum.ref_domains,
+                    keep_members,
+                    rows,
+                );
                 run_domain = domain.to_string();
             }
             run.push((std::mem::take(key), text.to_string(), *n));
@@ -83,7 +92,9 @@ pub(super) fn item_rows(
             }
             continue;
         }
-        rows.push((Table::Distinct, std::mem::take(key), Count(*n).encode()));
+        if keep_members {
+            rows.push((Table::Distinct, std::mem::take(key), Count(*n).encode()));
+        }
         if *kind == DistinctKind::RefIp {
             let subnet = subnet_of_member(member);
             if last_subnet != Some(subnet) {
@@ -98,7 +109,13 @@ pub(super) fn item_rows(
             count(&delta);
         }
     }
-    end_anchor_run(&run_domain, &mut run, &mut sum.ref_domains, rows);
+    end_anchor_run(
+        &run_domain,
+        &mut run,
+        &mut sum.ref_domains,
+        keep_members,
+        rows,
+    );
 
     let ref_domains: Vec<_> = sum
         .ref_domains
@@ -121,7 +138,7 @@ pub(super) fn item_rows(
             item_key,
             domain: &value.domain,
         };
-        push_member(rows, &key, copy.as_ref(), &value);
+        push_member(rows, keep_members, &key, copy.as_ref(), &value);
     }
 
     let anchors: Vec<_> = sum
@@ -144,7 +161,7 @@ pub(super) fn item_rows(
             item_key,
             text: &value.text,
         };
-        push_member(rows, &key, copy.as_ref(), &value);
+        push_member(rows, keep_members, &key, copy.as_ref(), &value);
     }
 
     for (day, delta) in sum.timeline.drain(..) {
@@ -164,6 +181,7 @@ fn end_anchor_run(
     domain: &str,
     run: &mut Vec<(Vec<u8>, String, i64)>,
     ref_domains: &mut HashMap<String, RefDomain>,
+    keep_members: bool,
     rows: &mut Vec<Row>,
 ) {
     if run.is_empty() {
@@ -178,7 +196,9 @@ fn end_anchor_run(
         anchors.counts = run.drain(..).map(|(_, text, n)| (text, n)).collect();
     } else {
         for (key, _, n) in run.drain(..) {
-            rows.push((Table::Distinct, key, Count(n).encode()));
+            if keep_members {
+                rows.push((Table::Distinct, key, Count(n).encode()));
+            }
         }
     }
     // Every text came with a backlink of the domain, so its row is in the sum.
@@ -190,10 +210,14 @@ fn end_anchor_run(
 /// A referring-domain or anchor row, and its ranked copy when the item keeps them.
 fn push_member<K: BuiltKey, R: BuiltKey<Value = K::Value>>(
     rows: &mut Vec<Row>,
+    keep_members: bool,
     key: &K,
     ranked: Option<&R>,
     value: &K::Value,
 ) {
+    if !keep_members {
+        return;
+    }
     if let Some(copy) = ranked {
         rows.push(row(copy, value));
     }
