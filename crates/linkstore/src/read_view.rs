@@ -711,7 +711,7 @@ impl ReadView {
             records.push(rec);
             true
         })?;
-        let (rows, _) = url_views(&item.name, &records, &self.hasher);
+        let (rows, _) = url_views(&item.name, &records, &self.hasher, true);
         let mut out = Vec::new();
         for (table, key, value) in rows {
             if table.cf_name() == T::TABLE {

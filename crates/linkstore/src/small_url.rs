@@ -46,14 +46,15 @@ pub(crate) fn is_member_table(table: Table) -> bool {
     )
 }
 
-/// The views a URL's backlink `records` give it: its `distinct`, `refdomains` and
-/// `anchors` rows (with ranked copies past the bound, as a bulk build writes them), and
-/// the counters those rows feed (referring domains, live, edu and gov ones, addresses,
-/// subnets, anchor texts; no link counts).
+/// The views a URL's backlink `records` give it: with `with_rows`, its `distinct`,
+/// `refdomains` and `anchors` rows (with ranked copies past the bound, as a bulk build
+/// writes them); and the counters those rows feed (referring domains, live, edu and gov
+/// ones, addresses, subnets, anchor texts; no link counts).
 pub(crate) fn url_views<'r>(
     url: &str,
     records: impl IntoIterator<Item = &'r LinkRecord>,
     hasher: &ItemHasher,
+    with_rows: bool,
 ) -> (Vec<Row>, Counters) {
     let item = Item::url(url.to_string());
     // The records are in memory already: no budget to flush at.
@@ -74,49 +75,92 @@ pub(crate) fn url_views<'r>(
         }
     }
     let (mut rows, mut counters) = (Vec::new(), Counters::default());
-    sum.drain_items(&mut |item_sum| {
-        item_rows(item_sum, hasher, true, &mut rows, &mut |(
-            table,
-            _,
-            value,
-        )| {
-            if table == Table::Counters {
-                if let Ok(c) = CountersKey(&[]).decode_value(&value) {
-                    counters = c;
-                }
+    let mut fed = |(table, _, value): Row| {
+        if table == Table::Counters {
+            if let Ok(c) = CountersKey(&[]).decode_value(&value) {
+                counters = c;
             }
-        });
-    });
+        }
+    };
+    sum.drain_items(&mut |item_sum| item_rows(item_sum, hasher, with_rows, &mut rows, &mut fed));
     (rows, counters)
 }
 
-/// Reads the records of a URL's backlink rows (those whose target is `url`; pointer rows
-/// of colliding hosts and domains, and other URLs' rows, are skipped) from an iterator
-/// over `backlinks` set at the URL's `generation | item_hash` prefix, stopping after
-/// `limit`.
+/// Visits the records of a URL's backlink rows (those whose target is `url`; pointer rows
+/// of colliding hosts and domains, and other URLs' rows, are skipped) with an iterator
+/// over `backlinks`, from the URL's `generation | item_hash` prefix.
 pub(crate) fn url_backlinks(
     it: &mut rocksdb::DBRawIterator<'_>,
     prefix: &[u8],
     url: &str,
-    limit: usize,
     mut visit: impl FnMut(&[u8], LinkRecord),
-) -> crate::Result<usize> {
-    let mut n = 0;
+) -> crate::Result<()> {
     it.seek(prefix);
-    while n < limit {
-        let Some((key, value)) = it.item() else { break };
+    while let Some((key, value)) = it.item() {
         if !key.starts_with(prefix) {
             break;
         }
         if Pointer::of_value(value)?.is_none() {
             let rec = LinkRecord::decode(value)?;
             if rec.target_url == url {
-                n += 1;
                 visit(key, rec);
             }
         }
         it.next();
     }
-    it.status()?;
-    Ok(n)
+    Ok(it.status()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::flags;
+    use crate::views::member_counters;
+
+    /// The writer counts a small URL's member counters straight from its records; they
+    /// must be what folding the records into rows gives.
+    #[test]
+    fn counting_records_gives_the_counters_of_their_rows() {
+        let url = "http://t.example.ac.uk/page";
+        let sources = [
+            ("http://a.com/1", Some("10.0.0.1"), "Click", 0),
+            (
+                "http://b.a.com/2",
+                Some("10.0.0.2"),
+                "click",
+                flags::DELETED,
+            ),
+            ("http://c.gov/3", Some("10.0.1.9"), "Other", flags::DELETED),
+            ("http://x.ac.uk/4", Some("2001:db8::1"), "", 0),
+            (
+                "http://y.ac.uk/5",
+                Some("2001:db8:0:1::7"),
+                "",
+                flags::NOFOLLOW,
+            ),
+            ("http://z.org/6", None, "z", 0),
+        ];
+        let records: Vec<LinkRecord> = sources
+            .iter()
+            .map(|&(source, ip, anchor, flags)| LinkRecord {
+                source_url: source.into(),
+                target_url: url.into(),
+                anchor_text: anchor.into(),
+                source_ip: ip.map(|ip| ip.parse().unwrap()),
+                flags,
+                first_seen: 20_000,
+                last_seen: 20_001,
+                ..Default::default()
+            })
+            .collect();
+        let hasher = ItemHasher::new(64);
+        for n in 0..=records.len() {
+            let (_, folded) = url_views(url, &records[..n], &hasher, false);
+            assert_eq!(member_counters(&records[..n]), folded, "{n} records");
+        }
+        let all = member_counters(&records);
+        assert_eq!((all.ref_domains, all.ref_domains_live), (5, 4));
+        assert_eq!((all.ref_domains_edu, all.ref_domains_gov), (2, 1));
+        assert_eq!((all.ref_ips, all.ref_subnets, all.anchor_texts), (5, 3, 4));
+    }
 }

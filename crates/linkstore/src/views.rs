@@ -6,7 +6,7 @@
 //! them as rows ([`crate::build`]), sorts them and reduces equal keys. Keeping one source
 //! of contributions is what makes the two paths give the same views.
 
-use crate::aggregate::{AnchorText, Counters, RefDomain, TimelineDelta};
+use crate::aggregate::{accumulate, AnchorText, Counters, RefDomain, TimelineDelta};
 use crate::item::{host_of, root_domain, Item, Level};
 use crate::keys::{level_of_item_key, link_key, DistinctKind, ItemHasher};
 use crate::record::{LinkKind, LinkRecord};
@@ -387,6 +387,39 @@ pub(crate) fn ref_domain_counters(domain: &str, any: i64, live: i64) -> Counters
         ref_domains_gov: any * i64::from(gov),
         ..Default::default()
     }
+}
+
+/// The counters one item's member rows feed (referring domains, live, edu and gov ones,
+/// addresses, subnets, anchor texts), counted straight from the records of its
+/// backlinks: what folding their contributions into rows gives
+/// ([`crate::small_url::url_views`]), without the rows.
+pub(crate) fn member_counters<'r>(records: impl IntoIterator<Item = &'r LinkRecord>) -> Counters {
+    use std::collections::HashMap;
+    // Referring domain -> whether it has a live link.
+    let mut domains: HashMap<&str, bool> = HashMap::new();
+    let mut ips: Vec<String> = Vec::new();
+    let mut anchors: Vec<String> = Vec::new();
+    for rec in records {
+        *domains.entry(domain_of_url(&rec.source_url)).or_default() |= !rec.is_deleted();
+        ips.extend(rec.source_ip.map(ip_member));
+        anchors.push(rec.anchor_text.to_lowercase());
+    }
+    ips.sort_unstable();
+    ips.dedup();
+    anchors.sort_unstable();
+    anchors.dedup();
+    let mut subnets: Vec<&str> = ips.iter().map(|ip| subnet_of_member(ip)).collect();
+    subnets.dedup();
+    let mut c = Counters {
+        ref_ips: ips.len() as i64,
+        ref_subnets: subnets.len() as i64,
+        anchor_texts: anchors.len() as i64,
+        ..Default::default()
+    };
+    for (domain, live) in domains {
+        accumulate(&mut c, &ref_domain_counters(domain, 1, i64::from(live)));
+    }
+    c
 }
 
 /// The referring domain and anchor text of an `AnchorDomain` member (`domain \x01

@@ -20,7 +20,7 @@ use crate::small_url::{
 };
 use crate::store::{cf_handle, prefix_successor, CF_BACKLINKS, CF_COUNTERS};
 use crate::table::{CountersKey, TableKey};
-use crate::views::Contribution;
+use crate::views::{member_counters, Contribution};
 use std::collections::BTreeMap;
 
 /// How a batch treats a URL whose views it changes, from its backlinks before the batch.
@@ -61,8 +61,8 @@ impl Writer<'_> {
 
     /// Classes the URLs whose views `pending` changes and this batch has not met: by the
     /// batch in flight when it met them (waiting for its write when it may move one
-    /// across the bound), else by counting their backlink rows in the store, up to one
-    /// past the bound.
+    /// across the bound), else by their stored `ext_backlinks` counters, read in one
+    /// multi-get (a batch in flight that did not meet a URL did not change them).
     pub(super) fn class_urls(&mut self, pending: &[Contribution]) -> Result<()> {
         let mut unmet: Vec<&[u8]> = pending
             .iter()
@@ -87,27 +87,33 @@ impl Writer<'_> {
         if unsettled {
             self.wait()?;
         }
-        let cf = self.store.cf(CF_BACKLINKS);
-        let mut it = self.store.db.raw_iterator_cf(cf);
+        let mut sizes: Vec<Option<i64>> = unmet
+            .iter()
+            .map(
+                |k| match self.in_flight_rows().and_then(|rows| rows.url_size(k)) {
+                    Some(UrlSize::Exact(n)) => Some(n),
+                    Some(UrlSize::Large) => Some(URL_ROWS_ABOVE + 1),
+                    // Waited for above: the store has it now.
+                    Some(UrlSize::Unsettled) | None => None,
+                },
+            )
+            .collect();
+        let unread: Vec<&[u8]> = unmet
+            .iter()
+            .zip(&sizes)
+            .filter(|(_, n)| n.is_none())
+            .map(|(k, _)| *k)
+            .collect();
+        let mut stored = stored_backlinks(&self.store.db, &unread)?.into_iter();
+        for n in sizes.iter_mut().filter(|n| n.is_none()) {
+            *n = stored.next();
+        }
         let mut classes = Vec::with_capacity(unmet.len());
-        for item_key in unmet {
+        for (item_key, before) in unmet.into_iter().zip(sizes) {
             let url = url_of_item_key(item_key).ok_or_else(|| {
                 crate::Error::corrupt(CF_BACKLINKS, "a URL item key without a URL")
             })?;
-            let known = self
-                .in_flight_rows()
-                .and_then(|rows| rows.url_size(item_key));
-            let before = match known {
-                Some(UrlSize::Exact(n)) => n,
-                Some(UrlSize::Large) => URL_ROWS_ABOVE + 1,
-                // Waited for above; the store has it now.
-                Some(UrlSize::Unsettled) | None => {
-                    let hash = self.store.hasher.url_item(url_hash(url));
-                    let prefix = generation_item_prefix(self.generation, hash);
-                    let limit = URL_ROWS_ABOVE as usize + 1;
-                    url_backlinks(&mut it, &prefix, url, limit, |_, _| {})? as i64
-                }
-            };
+            let before = before.unwrap_or_default();
             let class = if before <= URL_ROWS_ABOVE {
                 UrlClass::Small {
                     url: url.to_string(),
@@ -121,6 +127,26 @@ impl Writer<'_> {
         self.rows.url_classes.extend(classes);
         Ok(())
     }
+}
+
+/// The stored counters of `items` (0 for those without), in one multi-get.
+fn stored_counters(db: &rocksdb::DB, items: &[&[u8]]) -> Result<Vec<Counters>> {
+    let cf = cf_handle(db, CF_COUNTERS);
+    let values = db.batched_multi_get_cf(cf, items, false);
+    items
+        .iter()
+        .zip(values)
+        .map(|(item_key, value)| match value? {
+            Some(v) => CountersKey(item_key).decode_value(&v),
+            None => Ok(Counters::default()),
+        })
+        .collect()
+}
+
+/// The stored `ext_backlinks` counters of `items`.
+fn stored_backlinks(db: &rocksdb::DB, items: &[&[u8]]) -> Result<Vec<i64>> {
+    let counters = stored_counters(db, items)?;
+    Ok(counters.iter().map(|c| c.ext_backlinks).collect())
 }
 
 impl BatchRows {
@@ -149,12 +175,12 @@ impl BatchRows {
         hasher: &ItemHasher,
     ) -> Result<Vec<Vec<u8>>> {
         // Forced collisions (tests) give URLs one hash.
-        let mut small: Vec<(u64, &[u8], &str)> = Vec::new();
+        let mut small: Vec<(u64, &[u8], &str, i64)> = Vec::new();
         let mut large: Vec<&[u8]> = Vec::new();
         for (item_key, class) in &self.url_classes {
             match class {
-                UrlClass::Small { url, .. } => {
-                    small.push((hasher.url_item(url_hash(url)), item_key, url));
+                UrlClass::Small { url, before } => {
+                    small.push((hasher.url_item(url_hash(url)), item_key, url, *before));
                 }
                 UrlClass::Large => {
                     let moved = self.counters.get(item_key).map_or(0, |c| c.ext_backlinks);
@@ -180,15 +206,28 @@ impl BatchRows {
                 }
             }
         }
+        // The counters the store holds for them are those of their records before the
+        // batch: the views of the set before need not be worked out again. URLs new to
+        // the batch have neither records nor counters to read.
+        let known: Vec<&[u8]> = small
+            .iter()
+            .filter(|&&(.., before)| before > 0)
+            .map(|&(_, item_key, ..)| item_key)
+            .collect();
+        let mut stored = stored_counters(db, &known)?.into_iter();
         let mut it = db.raw_iterator_cf(cf_handle(db, CF_BACKLINKS));
         let mut added = Vec::new();
-        for (hash, item_key, url) in small {
-            let prefix = generation_item_prefix(generation, hash);
+        for (hash, item_key, url, before) in small {
             let mut records: BTreeMap<Vec<u8>, LinkRecord> = BTreeMap::new();
-            url_backlinks(&mut it, &prefix, url, usize::MAX, |key, rec| {
-                records.insert(key.to_vec(), rec);
-            })?;
-            let (_, before) = url_views(url, records.values(), hasher);
+            let before = if before > 0 {
+                let prefix = generation_item_prefix(generation, hash);
+                url_backlinks(&mut it, &prefix, url, |key, rec| {
+                    records.insert(key.to_vec(), rec);
+                })?;
+                stored.next().unwrap_or_default()
+            } else {
+                Counters::default()
+            };
             for &i in writes.get(&hash).into_iter().flatten() {
                 let (_, key, op) = &batch.ops[i];
                 match op {
@@ -206,25 +245,24 @@ impl BatchRows {
                     Op::Merge(_) => {}
                 }
             }
-            let (rows, after) = url_views(url, records.values(), hasher);
+            // Rows only for a URL that grew past the bound; counters alone are cheaper
+            // counted straight from the records.
+            let (rows, after) = if records.len() as i64 > URL_ROWS_ABOVE {
+                url_views(url, records.values(), hasher, true)
+            } else {
+                (Vec::new(), member_counters(records.values()))
+            };
             let delta = member_counter_moves(&before, &after);
             if delta != Counters::default() {
                 batch.merge(&CountersKey(item_key), &delta);
             }
-            if records.len() as i64 > URL_ROWS_ABOVE {
-                added.extend(rows.into_iter().filter(|(t, ..)| is_member_table(*t)));
-            }
+            added.extend(rows.into_iter().filter(|(t, ..)| is_member_table(*t)));
         }
         for (table, key, value) in added {
             batch.push(table, key, Op::Put(value));
         }
-        let cf = cf_handle(db, CF_COUNTERS);
-        let values = db.batched_multi_get_cf(cf, &large, false);
-        for (item_key, value) in large.into_iter().zip(values) {
-            let stored = match value? {
-                Some(v) => CountersKey(item_key).decode_value(&v)?.ext_backlinks,
-                None => 0,
-            };
+        let stored = stored_backlinks(db, &large)?;
+        for (item_key, stored) in large.into_iter().zip(stored) {
             let moved = self.counters.get(item_key).map_or(0, |c| c.ext_backlinks);
             if stored + moved <= URL_ROWS_ABOVE {
                 let end = prefix_successor(item_key).unwrap_or_default();
