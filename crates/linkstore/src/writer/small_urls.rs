@@ -1,13 +1,14 @@
 //! The incremental writer's side of URLs that keep no member rows ([`crate::small_url`]).
 //!
 //! A batch classes each URL whose views it changes when it first meets it: **small** (at
-//! most [`URL_ROWS_ABOVE`] backlinks) or **large**. A small URL's referring-domain,
-//! anchor-text and address contributions are not applied at all; when the batch is
-//! written (its write thread sees the store exactly as the batch before left it), the
-//! URL's backlinks are read before and after the batch's own backlink writes, and its
-//! counters move by the difference of the views the two sets give. A URL that grows past
-//! the bound gets all its rows from the records after the batch; a large one that drops
-//! to it loses them all (range deletions, last in the write batch).
+//! most [`URL_ROWS_ABOVE`] backlinks, by its stored `ext_backlinks` counter, or by the
+//! batch in flight) or **large**. A small URL's referring-domain, anchor-text and address
+//! contributions are not applied at all; when the batch is written (its write thread
+//! sees the store exactly as the batch before left it), the URL's backlink records are
+//! read and the batch's own backlink writes applied to them, and its counters move from
+//! their stored values to those the records give. A URL that grows past the bound gets
+//! all its rows from those records; a large one that drops to it loses them all (range
+//! deletions, last in the write batch).
 
 use super::{BatchRows, HashMap, Op, SortedBatch, Writer};
 use crate::aggregate::Counters;
