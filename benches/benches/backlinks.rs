@@ -3,7 +3,7 @@
 //! hot target's backlink count (default 1,000,000).
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use linkbase_benches::{hot_store, HOT_URL};
+use linkbase_benches::{hot_store, small_url, HOT_URL, SMALL_URL_BACKLINKS};
 use linkstore::{host_of, root_domain, BacklinkQuery, Item};
 use std::hint::black_box;
 
@@ -69,6 +69,16 @@ fn backlinks(c: &mut Criterion) {
     });
     g.bench_function("anchors_top100", |b| {
         b.iter(|| black_box(store.read().anchors(&item, 0, 100).unwrap()))
+    });
+    // A URL with as many backlinks as keep no rows: read from its backlink records.
+    let small = Item::parse(&small_url(0)).unwrap();
+    let rows = store.read().ref_domains(&small, 0, 100).unwrap();
+    assert_eq!(rows.len(), SMALL_URL_BACKLINKS, "{}", small_url(0));
+    g.bench_function("ref_domains_top100_small_url", |b| {
+        b.iter(|| black_box(store.read().ref_domains(&small, 0, 100).unwrap()))
+    });
+    g.bench_function("anchors_top100_small_url", |b| {
+        b.iter(|| black_box(store.read().anchors(&small, 0, 100).unwrap()))
     });
     let items: Vec<Item> = (0..100)
         .map(|i| Item::parse(&format!("http://cold{i}.net/")).unwrap())

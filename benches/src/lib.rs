@@ -18,6 +18,15 @@ pub fn bench_dir() -> PathBuf {
 /// (20 pages each), every source also linking to one of 1,000 cold targets. 10% of the
 /// hot links are later deleted. Built on first use, then reused while the storage format
 /// stays the same (the format is in its directory's name).
+/// Backlinks of each of the hot store's `small` URLs: as many as a URL may have and keep
+/// no member rows (`linkstore::URL_ROWS_ABOVE`), so its views are worked out from them.
+pub const SMALL_URL_BACKLINKS: usize = 64;
+
+/// The `n`th of the hot store's URLs with [`SMALL_URL_BACKLINKS`] backlinks.
+pub fn small_url(n: usize) -> String {
+    format!("http://small{n}.net/")
+}
+
 pub fn hot_store(links: usize) -> Store {
     let path = bench_dir().join(format!("hot-{links}-format{FORMAT_VERSION}"));
     let done = path.join("BUILT");
@@ -40,6 +49,12 @@ pub fn hot_store(links: usize) -> Store {
                 OutLink {
                     target: format!("http://cold{}.net/", i % 1000),
                     anchor_text: "cold".into(),
+                    ..Default::default()
+                },
+                // Each `small` URL gets `SMALL_URL_BACKLINKS`, from as many domains.
+                OutLink {
+                    target: small_url(i % (links / SMALL_URL_BACKLINKS).max(1)),
+                    anchor_text: format!("small {}", i % 7),
                     ..Default::default()
                 },
             ];

@@ -45,6 +45,8 @@ pub(crate) trait Ranked: Sized {
     fn member(&self) -> &str;
     /// How many rows of this table an item has, from its counters.
     fn rows_of(c: &Counters) -> i64;
+    /// This table's rows among an item's referring-domain and anchor-text rows.
+    fn pick(rows: (Vec<RefDomain>, Vec<AnchorText>)) -> Vec<Self>;
     /// The order of the ranked table: rank words descending, then member.
     fn ranked_order(&self, other: &Self) -> std::cmp::Ordering;
 }
@@ -428,6 +430,9 @@ impl Ranked for RefDomain {
     fn rows_of(c: &Counters) -> i64 {
         c.ref_domains
     }
+    fn pick((domains, _): (Vec<RefDomain>, Vec<AnchorText>)) -> Vec<Self> {
+        domains
+    }
     fn ranked_order(&self, other: &Self) -> std::cmp::Ordering {
         other
             .rank()
@@ -505,6 +510,9 @@ impl Ranked for AnchorText {
     }
     fn rows_of(c: &Counters) -> i64 {
         c.anchor_texts
+    }
+    fn pick((_, anchors): (Vec<RefDomain>, Vec<AnchorText>)) -> Vec<Self> {
+        anchors
     }
     fn ranked_order(&self, other: &Self) -> std::cmp::Ordering {
         other

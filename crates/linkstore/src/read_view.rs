@@ -7,13 +7,13 @@ use crate::keys::{generation_item_prefix, member_of_key, top_page_flow, Distinct
 use crate::metrics::ItemMetrics;
 use crate::page::PageState;
 use crate::record::{FlowPair, LinkRecord};
-use crate::small_url::url_views;
 use crate::store::{
     cf_handle, prefix_successor, CF_BACKLINKS, CF_DISTINCT, CF_LINKS, CF_TIMELINE, CF_TOP_PAGES,
 };
 use crate::table::{
     AnchorKey, BacklinkKey, CountersKey, MetricsKey, PageKey, Pointer, RefDomainKey, TableKey,
 };
+use crate::views::member_rows;
 use rocksdb::{ColumnFamily, Direction, IteratorMode, ReadOptions, DB};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -711,15 +711,7 @@ impl ReadView {
             records.push(rec);
             true
         })?;
-        let (rows, _) = url_views(&item.name, &records, &self.hasher, true);
-        let mut out = Vec::new();
-        for (table, key, value) in rows {
-            if table.cf_name() == T::TABLE {
-                let member = member_of_key(&key, prefix.len(), 0, T::TABLE)?;
-                out.push(T::decode(member, &value)?);
-            }
-        }
-        Ok(Some(out))
+        Ok(Some(T::pick(member_rows(&records))))
     }
 
     /// Visits an item's rows of `T` in ranked order until `visit` returns false: its

@@ -114,13 +114,14 @@ pub(crate) fn url_backlinks(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::aggregate::{AnchorText, RefDomain};
     use crate::record::flags;
-    use crate::views::member_counters;
+    use crate::views::{member_counters, member_rows};
 
     /// The writer counts a small URL's member counters straight from its records; they
     /// must be what folding the records into rows gives.
     #[test]
-    fn counting_records_gives_the_counters_of_their_rows() {
+    fn counting_records_gives_the_counters_and_rows_of_their_fold() {
         let url = "http://t.example.ac.uk/page";
         let sources = [
             ("http://a.com/1", Some("10.0.0.1"), "Click", 0),
@@ -158,6 +159,40 @@ mod tests {
             let (_, folded) = url_views(url, &records[..n], &hasher, false);
             assert_eq!(member_counters(&records[..n]), folded, "{n} records");
         }
+        // And readers fold them into the rows a store would hold (texts aside).
+        let item_key = hasher.item_key(&Item::url(url));
+        let (rows, _) = url_views(url, &records, &hasher, true);
+        let mut stored_domains = Vec::new();
+        let mut stored_anchors = Vec::new();
+        for (table, key, value) in rows {
+            let member = crate::keys::member_of_key(&key, item_key.len(), 0, "test").unwrap();
+            match table {
+                Table::RefDomains => {
+                    stored_domains.push(RefDomain::decode(member, &value).unwrap())
+                }
+                Table::Anchors => stored_anchors.push(AnchorText::decode(member, &value).unwrap()),
+                _ => {}
+            }
+        }
+        let (mut domains, mut anchors) = member_rows(&records);
+        for rows in [&mut stored_domains, &mut domains] {
+            rows.sort_unstable_by(|a, b| a.domain.cmp(&b.domain));
+        }
+        for rows in [&mut stored_anchors, &mut anchors] {
+            rows.sort_unstable_by(|a, b| a.text.cmp(&b.text));
+        }
+        assert_eq!(domains, stored_domains);
+        assert_eq!(anchors, stored_anchors);
+        assert_eq!((domains.len(), anchors.len()), (5, 4));
+        assert_eq!(
+            anchors
+                .iter()
+                .find(|a| a.text == "click")
+                .unwrap()
+                .ref_domains,
+            1
+        );
+
         let all = member_counters(&records);
         assert_eq!((all.ref_domains, all.ref_domains_live), (5, 4));
         assert_eq!((all.ref_domains_edu, all.ref_domains_gov), (2, 1));

@@ -220,15 +220,7 @@ pub(crate) fn target_contributions(
         out.push(Contribution::RefDomain {
             item_key: item_key.clone(),
             domain: source_domain.to_string(),
-            share: RefDomain {
-                domain: String::new(),
-                links: sign,
-                deleted_links: delta.deleted_links,
-                nofollow_links: delta.nofollow_links,
-                first_seen: if sign > 0 { rec.first_seen } else { 0 },
-                last_seen: if sign > 0 { rec.last_seen } else { 0 },
-                ..Default::default()
-            },
+            share: ref_domain_share(rec, sign),
         });
         // Subnets are counted from the addresses' rows (`subnet_of_member`).
         let members = ip
@@ -246,13 +238,7 @@ pub(crate) fn target_contributions(
         out.push(Contribution::Anchor {
             item_key: item_key.clone(),
             text: anchor.clone(),
-            share: AnchorText {
-                text: String::new(),
-                ref_domains: 0,
-                links: sign,
-                deleted_links: delta.deleted_links,
-                nofollow_links: delta.nofollow_links,
-            },
+            share: anchor_share(rec, sign),
         });
         out.push(Contribution::Timeline {
             item_key: item_key.clone(),
@@ -274,6 +260,66 @@ pub(crate) fn target_contributions(
         }
         out.push(Contribution::Counters { item_key, delta });
     }
+}
+
+/// A backlink's share of its referring-domain row (the member, its domain, is the key's).
+/// `first_seen`/`last_seen` are 0 on removals (dates never move back).
+fn ref_domain_share(rec: &LinkRecord, sign: i64) -> RefDomain {
+    RefDomain {
+        domain: String::new(),
+        links: sign,
+        deleted_links: sign * i64::from(rec.is_deleted()),
+        nofollow_links: sign * i64::from(rec.is_nofollow()),
+        first_seen: if sign > 0 { rec.first_seen } else { 0 },
+        last_seen: if sign > 0 { rec.last_seen } else { 0 },
+        ..Default::default()
+    }
+}
+
+/// A backlink's share of its anchor-text row, but its referring domains (counted from
+/// the distinct domains using the text).
+fn anchor_share(rec: &LinkRecord, sign: i64) -> AnchorText {
+    AnchorText {
+        text: String::new(),
+        ref_domains: 0,
+        links: sign,
+        deleted_links: sign * i64::from(rec.is_deleted()),
+        nofollow_links: sign * i64::from(rec.is_nofollow()),
+    }
+}
+
+/// One item's referring-domain and anchor-text rows as readers see them (no anchor
+/// texts in referring-domain rows), folded straight from the records of its backlinks:
+/// the same shares as [`target_contributions`], without rows to encode.
+pub(crate) fn member_rows(records: &[LinkRecord]) -> (Vec<RefDomain>, Vec<AnchorText>) {
+    use std::collections::HashMap;
+    let mut domains: HashMap<&str, RefDomain> = HashMap::new();
+    let mut anchors: HashMap<String, (AnchorText, Vec<&str>)> = HashMap::new();
+    for rec in records {
+        let domain = domain_of_url(&rec.source_url);
+        domains
+            .entry(domain)
+            .or_default()
+            .fold(&ref_domain_share(rec, 1));
+        let (row, by) = anchors.entry(rec.anchor_text.to_lowercase()).or_default();
+        row.fold(&anchor_share(rec, 1));
+        if !by.contains(&domain) {
+            by.push(domain);
+            row.ref_domains += 1;
+        }
+    }
+    let domains = domains
+        .into_iter()
+        .map(|(domain, row)| RefDomain {
+            domain: domain.to_string(),
+            ..row
+        })
+        .collect();
+    let anchors = anchors
+        .into_iter()
+        .map(|(text, (row, _))| AnchorText { text, ..row })
+        .collect();
+    (domains, anchors)
 }
 
 /// What a distinct member's appearance (`moved` = 1) or disappearance (-1) changes in
