@@ -34,17 +34,14 @@ pub(crate) fn is_url_item_key(item_key: &[u8]) -> bool {
     level_of_item_key(item_key) == Some(Level::Url as u8)
 }
 
-/// Whether a row of `table` is one a URL with few backlinks does without.
-pub(crate) fn is_member_table(table: Table) -> bool {
-    matches!(
-        table,
-        Table::Distinct
-            | Table::RefDomains
-            | Table::Anchors
-            | Table::RefDomainsRanked
-            | Table::AnchorsRanked
-    )
-}
+/// The tables of a URL's member rows: those a URL with few backlinks does without.
+pub(crate) const MEMBER_TABLES: [Table; 5] = [
+    Table::Distinct,
+    Table::RefDomains,
+    Table::Anchors,
+    Table::RefDomainsRanked,
+    Table::AnchorsRanked,
+];
 
 /// The views a URL's backlink `records` give it: with `with_rows`, its `distinct`,
 /// `refdomains` and `anchors` rows (with ranked copies past the bound, as a bulk build

@@ -553,10 +553,7 @@ impl<'a> Writer<'a> {
         let mut anchors = Vec::new();
         for c in pending {
             match c {
-                Contribution::RefDomain { item_key, .. }
-                | Contribution::Anchor { item_key, .. }
-                | Contribution::Distinct { item_key, .. }
-                    if self.skips_member_views(item_key) => {}
+                c if self.skips(c) => {}
                 Contribution::Distinct {
                     item_key,
                     kind: DistinctKind::AnchorDomain,
@@ -627,10 +624,7 @@ impl<'a> Writer<'a> {
     /// referring-domain counters from the rows' values before and after.
     fn apply_contribution(&mut self, c: Contribution) -> Result<()> {
         match c {
-            Contribution::RefDomain { ref item_key, .. }
-            | Contribution::Anchor { ref item_key, .. }
-            | Contribution::Distinct { ref item_key, .. }
-                if self.skips_member_views(item_key) => {}
+            ref c if self.skips(c) => {}
             Contribution::Counters { item_key, delta } => self.add_counters(item_key, &delta),
             Contribution::Distinct {
                 item_key,

@@ -16,9 +16,7 @@ use crate::build::Table;
 use crate::error::Result;
 use crate::keys::{generation_item_prefix, url_hash, ItemHasher};
 use crate::record::LinkRecord;
-use crate::small_url::{
-    is_member_table, is_url_item_key, url_backlinks, url_views, URL_ROWS_ABOVE,
-};
+use crate::small_url::{is_url_item_key, url_backlinks, url_views, MEMBER_TABLES, URL_ROWS_ABOVE};
 use crate::store::{cf_handle, prefix_successor, CF_BACKLINKS, CF_COUNTERS};
 use crate::table::{CountersKey, TableKey};
 use crate::views::{member_counters, Contribution};
@@ -29,7 +27,7 @@ use std::collections::BTreeMap;
 pub(super) enum UrlClass {
     /// `before` backlinks, at most [`URL_ROWS_ABOVE`]: its member contributions are
     /// skipped, and worked out when the batch is written.
-    Small { url: String, before: i64 },
+    Small { before: i64 },
     /// More: its rows are read and written like those of hosts and domains.
     Large,
 }
@@ -46,11 +44,24 @@ enum UrlSize {
 }
 
 /// The URL named by a URL item key (`hash | 3 | url | 0`).
-fn url_of_item_key(item_key: &[u8]) -> Option<&str> {
-    std::str::from_utf8(item_key.get(9..item_key.len().checked_sub(1)?)?).ok()
+fn url_of_item_key(item_key: &[u8]) -> Result<&str> {
+    item_key
+        .get(9..item_key.len().saturating_sub(1))
+        .and_then(|name| std::str::from_utf8(name).ok())
+        .ok_or_else(|| crate::Error::corrupt(CF_COUNTERS, "a URL item key without a URL"))
 }
 
 impl Writer<'_> {
+    /// Whether `c` is a small URL's member contribution, which is skipped.
+    pub(super) fn skips(&self, c: &Contribution) -> bool {
+        match c {
+            Contribution::RefDomain { item_key, .. }
+            | Contribution::Anchor { item_key, .. }
+            | Contribution::Distinct { item_key, .. } => self.skips_member_views(item_key),
+            _ => false,
+        }
+    }
+
     /// Whether the member contributions of `item_key` are skipped: a small URL's.
     pub(super) fn skips_member_views(&self, item_key: &[u8]) -> bool {
         is_url_item_key(item_key)
@@ -111,15 +122,9 @@ impl Writer<'_> {
         }
         let mut classes = Vec::with_capacity(unmet.len());
         for (item_key, before) in unmet.into_iter().zip(sizes) {
-            let url = url_of_item_key(item_key).ok_or_else(|| {
-                crate::Error::corrupt(CF_BACKLINKS, "a URL item key without a URL")
-            })?;
             let before = before.unwrap_or_default();
             let class = if before <= URL_ROWS_ABOVE {
-                UrlClass::Small {
-                    url: url.to_string(),
-                    before,
-                }
+                UrlClass::Small { before }
             } else {
                 UrlClass::Large
             };
@@ -180,7 +185,8 @@ impl BatchRows {
         let mut large: Vec<&[u8]> = Vec::new();
         for (item_key, class) in &self.url_classes {
             match class {
-                UrlClass::Small { url, before } => {
+                UrlClass::Small { before } => {
+                    let url = url_of_item_key(item_key)?;
                     small.push((hasher.url_item(url_hash(url)), item_key, url, *before));
                 }
                 UrlClass::Large => {
@@ -257,7 +263,7 @@ impl BatchRows {
             if delta != Counters::default() {
                 batch.merge(&CountersKey(item_key), &delta);
             }
-            added.extend(rows.into_iter().filter(|(t, ..)| is_member_table(*t)));
+            added.extend(rows.into_iter().filter(|(t, ..)| MEMBER_TABLES.contains(t)));
         }
         for (table, key, value) in added {
             batch.push(table, key, Op::Put(value));
@@ -283,15 +289,6 @@ impl BatchRows {
         Ok(settled)
     }
 }
-
-/// The tables of a URL's member rows.
-const MEMBER_TABLES: [Table; 5] = [
-    Table::Distinct,
-    Table::RefDomains,
-    Table::Anchors,
-    Table::RefDomainsRanked,
-    Table::AnchorsRanked,
-];
 
 /// How the counters fed by member rows move from the views of `before` to those of
 /// `after` (all sums).
