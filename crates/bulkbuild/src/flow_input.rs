@@ -5,12 +5,16 @@
 //!
 //! ```text
 //! <store>.flow-input/
-//!   w000-p-edges-0.rows       { source URL, target URL }* of links that carry flow
-//!   w000-v-backlinks-0.rows   { backlink key, link record }* in key order
+//!   w000-p-edges-0.rows       { source URL, target URL }* of internal links that carry
+//!                             flow, in `links` key order
+//!   w000-v-edges-1.rows       the same of external links, in `backlinks` key order
+//!   w000-v-backlinks-2.rows   { backlink key, link record }* in key order
 //! ```
 //!
 //! Worker `w` owns the `w`-th range of item hashes, so its backlink file holds whole
-//! items, and the files in worker order are in key order.
+//! items, and the files in worker order are in key order. The edges come in the order a
+//! flow build over the store reads them (`ReadView::scan_flow_edges`): internal links,
+//! then external ones.
 
 use crate::error::Result;
 use crate::sorter::{RunReader, RunWriter};
@@ -21,6 +25,7 @@ use std::path::{Path, PathBuf};
 pub struct FlowInput {
     dir: PathBuf,
     edges: Vec<PathBuf>,
+    external_edges: Vec<PathBuf>,
     backlinks: Vec<PathBuf>,
 }
 
@@ -30,6 +35,7 @@ impl FlowInput {
         FlowInput {
             dir,
             edges: Vec::new(),
+            external_edges: Vec::new(),
             backlinks: Vec::new(),
         }
     }
@@ -41,12 +47,17 @@ impl FlowInput {
     /// Adds a worker's files (workers in order).
     pub(crate) fn add(&mut self, kept: KeptFiles) {
         self.edges.extend(kept.edges);
+        self.external_edges.extend(kept.external_edges);
         self.backlinks.extend(kept.backlinks);
     }
 
-    /// The graph's edges, one reader per file.
+    /// The graph's edges, one reader per file: internal links', then external links'.
     pub fn edges(&self) -> Result<Vec<RowFile>> {
-        self.edges.iter().map(|p| RowFile::open(p)).collect()
+        self.edges
+            .iter()
+            .chain(&self.external_edges)
+            .map(|p| RowFile::open(p))
+            .collect()
     }
 
     /// The backlink rows, one reader per worker, in key order.
@@ -95,6 +106,7 @@ pub(crate) struct KeptRows {
     dir: PathBuf,
     prefix: String,
     edges: Option<RunWriter>,
+    external_edges: Option<RunWriter>,
     backlinks: Option<RunWriter>,
     last_backlink: Vec<u8>,
     /// Files opened so far, numbering their names.
@@ -105,6 +117,7 @@ pub(crate) struct KeptRows {
 #[derive(Debug, Default)]
 pub(crate) struct KeptFiles {
     pub edges: Vec<PathBuf>,
+    pub external_edges: Vec<PathBuf>,
     pub backlinks: Vec<PathBuf>,
 }
 
@@ -114,6 +127,7 @@ impl KeptRows {
             dir: dir.to_path_buf(),
             prefix: prefix.to_string(),
             edges: None,
+            external_edges: None,
             backlinks: None,
             last_backlink: Vec::new(),
             opened: 0,
@@ -138,9 +152,11 @@ impl KeptRows {
         format!("{}-{kind}-{}.rows", self.prefix, self.opened)
     }
 
-    /// Keeps the edge of a `links` row written to the store, if its link carries flow.
-    pub(crate) fn put_link(&mut self, record: &[u8]) -> Result<()> {
-        if let Some((source, target)) = linkstore::flow_edge(record)? {
+    /// Keeps the edge of an internal link from its `links` value written to the store,
+    /// if it carries flow (an external link's value holds no record: its edge is kept
+    /// with its `backlinks` URL row).
+    pub(crate) fn put_link(&mut self, value: &[u8]) -> Result<()> {
+        if let Some((source, target)) = linkstore::links_value_edge(value)? {
             let name = self.name("edges");
             Self::writer(&mut self.edges, &mut self.opened, &self.dir, name)?
                 .put(source.as_bytes(), target.as_bytes())?;
@@ -150,14 +166,27 @@ impl KeptRows {
 
     /// Keeps a backlink row instead of writing it to the store; like a table file, skips
     /// a key not above the previous one (a 64-bit collision between two pages' links).
-    pub(crate) fn put_backlink(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+    /// A URL row (`is_url_row`, which holds the record) also keeps the link's edge.
+    pub(crate) fn put_backlink(
+        &mut self,
+        key: &[u8],
+        record: &[u8],
+        is_url_row: bool,
+    ) -> Result<()> {
         if self.backlinks.is_some() && key <= self.last_backlink.as_slice() {
             return Ok(());
         }
         let name = self.name("backlinks");
-        Self::writer(&mut self.backlinks, &mut self.opened, &self.dir, name)?.put(key, value)?;
+        Self::writer(&mut self.backlinks, &mut self.opened, &self.dir, name)?.put(key, record)?;
         self.last_backlink.clear();
         self.last_backlink.extend_from_slice(key);
+        if is_url_row {
+            if let Some((source, target)) = linkstore::flow_edge(record)? {
+                let name = self.name("edges");
+                Self::writer(&mut self.external_edges, &mut self.opened, &self.dir, name)?
+                    .put(source.as_bytes(), target.as_bytes())?;
+            }
+        }
         Ok(())
     }
 
@@ -165,6 +194,9 @@ impl KeptRows {
     pub(crate) fn finish(&mut self, into: &mut KeptFiles) -> Result<()> {
         if let Some(w) = self.edges.take() {
             into.edges.push(w.finish()?);
+        }
+        if let Some(w) = self.external_edges.take() {
+            into.external_edges.push(w.finish()?);
         }
         if let Some(w) = self.backlinks.take() {
             into.backlinks.push(w.finish()?);

@@ -148,7 +148,7 @@ impl Files {
     /// written as the store keeps it (the pointer, when there is one).
     fn put_backlink(&mut self, key: &[u8], record: &[u8], pointer: Option<&[u8]>) -> Result<()> {
         if let Some(kept) = &mut self.kept {
-            kept.put_backlink(key, record)?;
+            kept.put_backlink(key, record, pointer.is_none())?;
             self.rows_written.bump(&self.progress.rows_written);
             return Ok(());
         }

@@ -354,6 +354,58 @@ fn expiry_after_a_flow_build_leaves_no_backlink_rows_behind() {
     assert_eq!(rows, 3, "one link at three levels, no orphan rows");
 }
 
+/// After a flow build a page's external links are found by its new Trust Flow (their
+/// records are kept only under their targets, in rows keyed by it): a re-crawl keeps a
+/// link's history, and a link it lost leaves the window on its own while the page stays.
+#[test]
+fn a_trusted_pages_links_are_found_again_and_a_lost_one_expires_after_a_flow_build() {
+    let (_dir, store) = built();
+    let trusted = "http://www.trusted.org/";
+    assert!(metrics(&store, trusted).trust_flow > 0);
+    let day = |d: i64| linkstore::day_of(T0 + d * 86_400);
+    let recrawl = PageCrawl {
+        fetched_at: T0 + 100 * 86_400,
+        ..page(trusted, &["http://www.good.com/"])
+    };
+    apply(&store, &[recrawl]);
+    let links_of_trusted = || {
+        let mut links = Vec::new();
+        store
+            .read()
+            .scan_links(|r| {
+                if r.source_url == trusted {
+                    links.push(r.clone());
+                }
+            })
+            .unwrap();
+        links.sort_by(|a, b| a.target_url.cmp(&b.target_url));
+        links
+    };
+    let links = links_of_trusted();
+    assert_eq!(links.len(), 2, "{links:?}");
+    let (good, news) = (&links[0], &links[1]);
+    assert_eq!((good.first_seen, good.last_seen), (day(0), day(100)));
+    assert!(!good.is_deleted());
+    assert!(news.is_deleted());
+    assert_eq!((news.first_seen, news.date_lost), (day(0), day(100)));
+
+    // Every other page was last crawled on day 0 and leaves with its links.
+    let stats = store.writer().expire_before(day(50)).unwrap();
+    assert_eq!(stats.pages as usize, web().len() - 1, "{stats:?}");
+    let links = links_of_trusted();
+    assert_eq!(links.len(), 1, "{links:?}");
+    assert_eq!(links[0].target_url, "http://www.good.com/");
+    let mut news_rows = 0;
+    let news_hash = linkstore::ItemHasher::new(64).hash(linkstore::Level::RootDomain, "news.net");
+    store
+        .read()
+        .scan_table(linkstore::build::Table::Backlinks, |k, _| {
+            news_rows += usize::from(k[1..9] == news_hash.to_be_bytes());
+        })
+        .unwrap();
+    assert_eq!(news_rows, 0, "the lost link's backlink rows go with it");
+}
+
 /// A site of several pages with different inbound links, on a store whose item hashes
 /// keep `hash_bits` bits (2: every site collides with others).
 fn site_web(hash_bits: u8) -> (tempfile::TempDir, Store) {

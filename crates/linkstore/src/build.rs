@@ -37,8 +37,8 @@ use crate::small_url::keeps_member_rows;
 use crate::store::{bottom_file_options, has_dictionary};
 use crate::table::{
     row, AnchorKey, BacklinkKey, BuiltKey, Count, CountersKey, DistinctKey, Empty, ExpiryPageKey,
-    LinkKey, PageKey, Pointer, RankedAnchorKey, RankedRefDomainKey, RefDomainKey, TableKey,
-    TimelineKey, UrlRefKey,
+    LinkKey, LinkRow, PageKey, Pointer, RankedAnchorKey, RankedRefDomainKey, RefDomainKey,
+    TableKey, TimelineKey, UrlRefKey,
 };
 use crate::views::{
     distinct_counters, link_contributions, out_domain_counters, page_out_domains,
@@ -255,7 +255,7 @@ impl PageRows {
                 source: &rec.source_url,
                 target: &rec.target_url,
             };
-            emit_row(emit, &key, rec);
+            emit_row(emit, &key, &LinkRow::of(rec));
         }
         emit_row(emit, &PageKey(&url), &state);
         let day = day_of(state.last_fetch);

@@ -52,6 +52,7 @@ pub use small_url::URL_ROWS_ABOVE;
 pub use store::{
     sibling_path, Store, StoreMemory, StoreOptions, StoreStamp, ALL_CFS, FORMAT_VERSION,
 };
+pub use table::links_value_edge;
 pub use table_disk::TableDisk;
 pub use topic::{is_topic, TAXONOMY};
 pub use writer::{ApplyStats, ExpireStats, Writer};

@@ -11,7 +11,8 @@ use crate::store::{
     cf_handle, prefix_successor, CF_BACKLINKS, CF_DISTINCT, CF_LINKS, CF_TIMELINE, CF_TOP_PAGES,
 };
 use crate::table::{
-    AnchorKey, BacklinkKey, CountersKey, MetricsKey, PageKey, Pointer, RefDomainKey, TableKey,
+    AnchorKey, BacklinkKey, CountersKey, LinkRow, MetricsKey, PageKey, Pointer, RefDomainKey,
+    TableKey,
 };
 use crate::views::member_rows;
 use rocksdb::{ColumnFamily, Direction, IteratorMode, ReadOptions, DB};
@@ -839,10 +840,11 @@ impl ReadView {
         })
     }
 
-    /// Visits every stored link (internal and external, live and deleted), by source.
+    /// Visits every stored link (internal and external, live and deleted): the internal
+    /// ones by source, then the external ones by target.
     pub fn scan_links(&self, mut visit: impl FnMut(&LinkRecord)) -> Result<()> {
-        self.scan_cf(CF_LINKS, &mut |_, v| {
-            visit(&LinkRecord::decode(v)?);
+        self.scan_link_records(&mut |record| {
+            visit(&LinkRecord::decode(record)?);
             Ok(())
         })
     }
@@ -851,21 +853,45 @@ impl ReadView {
     /// ([`flow_edge`](crate::flow_edge)), without decoding the rest of its record: a
     /// flow build's graph.
     pub fn scan_flow_edges(&self, mut visit: impl FnMut(&str, &str)) -> Result<()> {
-        self.scan_cf(CF_LINKS, &mut |_, v| {
-            if let Some((source, target)) = crate::record::flow_edge(v)? {
+        self.scan_link_records(&mut |record| {
+            if let Some((source, target)) = crate::record::flow_edge(record)? {
                 visit(source, target);
             }
             Ok(())
         })
     }
 
+    /// Visits every link's record once: an internal link's from `links`, an external
+    /// link's from its `backlinks` URL row in this view's generation (its `links` row
+    /// only says it is there).
+    fn scan_link_records(&self, visit: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<()> {
+        self.scan_cf(CF_LINKS, &mut |_, value| match LinkRow::decode(value)? {
+            LinkRow::Internal(_) => visit(value),
+            LinkRow::AtTarget => Ok(()),
+        })?;
+        self.scan_cf_prefix(CF_BACKLINKS, &[self.generation], &mut |_, value| {
+            match Pointer::of_value(value)? {
+                Some(_) => Ok(()),
+                None => visit(value),
+            }
+        })
+    }
+
     fn scan_cf(&self, cf: &str, visit: &mut RowVisitor<'_>) -> Result<()> {
+        self.scan_cf_prefix(cf, &[], visit)
+    }
+
+    /// Visits the rows of a column family whose keys start with `prefix`.
+    fn scan_cf_prefix(&self, cf: &str, prefix: &[u8], visit: &mut RowVisitor<'_>) -> Result<()> {
         let mut opts = self.opts();
         // A whole table is read once: caching its blocks would only evict what point
         // reads use.
         opts.fill_cache(false);
+        if let Some(upper) = prefix_successor(prefix) {
+            opts.set_iterate_upper_bound(upper);
+        }
         let mut it = self.db.raw_iterator_cf_opt(self.cf(cf), opts);
-        it.seek_to_first();
+        it.seek(prefix);
         while let (Some(k), Some(v)) = (it.key(), it.value()) {
             visit(k, v)?;
             it.next();

@@ -25,7 +25,7 @@ struct Published {
 }
 
 /// Version of the key layout and column-family set, stored under `meta/format`.
-pub const FORMAT_VERSION: u8 = 12;
+pub const FORMAT_VERSION: u8 = 13;
 
 pub(crate) const CF_META: &str = "meta";
 pub(crate) const CF_LINKS: &str = "links";
@@ -135,8 +135,8 @@ pub(crate) fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
     None
 }
 
-/// Column families that are only ever read by prefix scans, never by point reads.
-const SCANNED_ONLY: [&str; 6] = [
+/// Column families read a run of rows at a time, by prefix scans.
+const SCANNED: [&str; 6] = [
     CF_BACKLINKS,
     CF_REFDOMAINS_RANKED,
     CF_ANCHORS_RANKED,
@@ -148,7 +148,14 @@ const SCANNED_ONLY: [&str; 6] = [
 /// True for a column family whose bottom-level files have a ZSTD dictionary (see
 /// [`cf_options`]): RocksDB holds such a file's blocks uncompressed until it is finished.
 pub(crate) fn has_dictionary(name: &str) -> bool {
-    !SCANNED_ONLY.contains(&name)
+    !SCANNED.contains(&name)
+}
+
+/// True for a column family read by point reads (`Get`, `MultiGet`): all but the scanned
+/// ones, and `backlinks`, where the writer reads a re-crawled page's external records
+/// from their URL rows (format 13).
+fn is_point_read(name: &str) -> bool {
+    !SCANNED.contains(&name) || name == CF_BACKLINKS
 }
 
 /// Size of each bottom-level file's ZSTD dictionary.
@@ -193,9 +200,9 @@ fn column_family_options(
     if let Some(cache) = cache {
         table.set_block_cache(cache);
     }
-    // Bloom filters only where point reads look (`Get`, `MultiGet`): tables read by
-    // prefix scans alone would store and build them for nothing (10 bits per row).
-    if filters && !SCANNED_ONLY.contains(&name) {
+    // Bloom filters only where point reads look: tables read by prefix scans alone
+    // would store and build them for nothing (10 bits per row).
+    if filters && is_point_read(name) {
         table.set_bloom_filter(10.0, false);
     }
     // Partitioned index and filters: a point read loads one small filter partition, not
@@ -215,7 +222,7 @@ fn column_family_options(
     table.set_unpartitioned_pinning_tier(BlockBasedTablePinningTier::All);
     // Scanned tables are read a run of rows at a time: larger blocks compress better
     // and cost a scan nothing; point-read tables keep small ones.
-    table.set_block_size(if SCANNED_ONLY.contains(&name) {
+    table.set_block_size(if SCANNED.contains(&name) {
         64 << 10
     } else {
         16 << 10
@@ -248,7 +255,7 @@ fn column_family_options(
     // Most ingest reads are misses on new keys: let the memtables of point-read tables say
     // so cheaply. A memtable's filter is allocated and zeroed whole when the memtable is
     // made: 2% of its budget is about 16 bits per row of a full one.
-    if !SCANNED_ONLY.contains(&name) {
+    if is_point_read(name) {
         o.set_memtable_prefix_bloom_ratio(0.02);
         o.set_memtable_whole_key_filtering(true);
     }

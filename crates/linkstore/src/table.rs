@@ -143,15 +143,32 @@ impl EncodedRecord {
         self.0
     }
 
+    /// The record these bytes hold.
+    pub(crate) fn decode(&self) -> Result<LinkRecord> {
+        LinkRecord::decode(&self.0)
+    }
+
     fn encode(&self) -> Vec<u8> {
         self.0.clone()
     }
+}
+
+/// The URL a `url_hash | URL` key ends with.
+fn url_of_url_key<'a>(key: &'a [u8], cf: &'static str) -> Result<&'a str> {
+    key.get(8..)
+        .and_then(|u| std::str::from_utf8(u).ok())
+        .ok_or_else(|| Error::corrupt(cf, "key is not url_hash | UTF-8 URL"))
 }
 
 /// `pages`: a crawled page's state, by URL.
 pub(crate) struct PageKey<'a>(pub &'a str);
 
 impl PageKey<'_> {
+    /// Reads a stored key.
+    pub(crate) fn parse(key: &[u8]) -> Result<PageKey<'_>> {
+        url_of_url_key(key, Self::CF).map(PageKey)
+    }
+
     fn layout(&self) -> Vec<u8> {
         keys::url_key(self.0)
     }
@@ -167,10 +184,7 @@ pub(crate) struct UrlRefKey<'a>(pub &'a str);
 impl UrlRefKey<'_> {
     /// Reads a stored key.
     pub(crate) fn parse(key: &[u8]) -> Result<UrlRefKey<'_>> {
-        key.get(8..)
-            .and_then(|u| std::str::from_utf8(u).ok())
-            .map(UrlRefKey)
-            .ok_or_else(|| Error::corrupt(Self::CF, "key is not url_hash | UTF-8 URL"))
+        url_of_url_key(key, Self::CF).map(UrlRefKey)
     }
 
     fn layout(&self) -> Vec<u8> {
@@ -182,7 +196,7 @@ impl UrlRefKey<'_> {
 }
 built_key!(UrlRefKey<'_>, Table::Urls, Count);
 
-/// `links`: a link record, by source then target.
+/// `links`: a link, by source then target.
 pub(crate) struct LinkKey<'a> {
     pub source: &'a str,
     pub target: &'a str,
@@ -192,11 +206,86 @@ impl LinkKey<'_> {
     fn layout(&self) -> Vec<u8> {
         keys::link_key(self.source, self.target).to_vec()
     }
-    fn read_value(&self, bytes: &[u8]) -> Result<LinkRecord> {
-        LinkRecord::decode(bytes)
+    fn read_value(&self, bytes: &[u8]) -> Result<LinkRow> {
+        LinkRow::decode(bytes)
     }
 }
-built_key!(LinkKey<'_>, Table::Links, LinkRecord);
+built_key!(LinkKey<'_>, Table::Links, LinkRow);
+
+/// First byte of a `links` value standing for an external link, whose record is its
+/// `backlinks` URL row; a record's first byte is its version, a small number.
+pub const LINK_AT_TARGET: u8 = 0xB2;
+
+/// The flow edge of a stored `links` value: [`flow_edge`](crate::flow_edge) of an
+/// internal link's record, `None` for an external link, whose edge comes with its
+/// `backlinks` URL row.
+pub fn links_value_edge(value: &[u8]) -> Result<Option<(&str, &str)>> {
+    match value {
+        [LINK_AT_TARGET] => Ok(None),
+        record => crate::record::flow_edge(record),
+    }
+}
+
+/// What a `links` row holds. An internal link's record lives only here; an external
+/// link's lives once, in its `backlinks` row under its target URL, and its `links` row
+/// only says so: the row a page's links are found by, source first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum LinkRow {
+    Internal(EncodedRecord),
+    AtTarget,
+}
+
+impl LinkRow {
+    /// The row of the link `rec`.
+    pub(crate) fn of(rec: &LinkRecord) -> LinkRow {
+        if rec.is_internal() {
+            LinkRow::Internal(EncodedRecord::of(rec))
+        } else {
+            LinkRow::AtTarget
+        }
+    }
+
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        match self {
+            LinkRow::Internal(record) => record.encode(),
+            LinkRow::AtTarget => vec![LINK_AT_TARGET],
+        }
+    }
+
+    pub(crate) fn decode(bytes: &[u8]) -> Result<LinkRow> {
+        match bytes {
+            [LINK_AT_TARGET] => Ok(LinkRow::AtTarget),
+            [LINK_AT_TARGET, ..] => Err(Error::corrupt(
+                Table::Links.cf_name(),
+                "an external link's row is not one byte",
+            )),
+            _ => Ok(LinkRow::Internal(EncodedRecord(bytes.to_vec()))),
+        }
+    }
+
+    /// The `backlinks` row holding the record of an external link (`link`, a `links`
+    /// key) in `generation`: under its target URL, at its source's Trust Flow in that
+    /// generation, which is what every writer keys the row by.
+    pub(crate) fn record_row(
+        link: [u8; 16],
+        generation: u8,
+        source_trust_flow: u8,
+        hasher: &keys::ItemHasher,
+    ) -> BacklinkKey {
+        let (_, target_hash) = keys::link_hashes(&link);
+        BacklinkKey {
+            generation,
+            item_hash: hasher.url_item(target_hash),
+            source_trust_flow,
+            link,
+        }
+    }
+
+    /// What reading an external link's record finds when its `backlinks` row is absent.
+    pub(crate) fn record_missing() -> Error {
+        Error::corrupt(CF_BACKLINKS, "an external link's URL row is missing")
+    }
+}
 
 /// `backlinks`: a link's record under one item of its target, in one flow generation,
 /// ordered by its source's Trust Flow.

@@ -28,9 +28,9 @@ use crate::page::{day_of, PageCrawl, PageState};
 use crate::record::{FlowPair, LinkRecord};
 use crate::store::*;
 use crate::table::{
-    item_key_len, AnchorKey, BacklinkKey, BuiltKey, Count, CountersKey, DistinctKey, Empty,
-    EncodedRecord, ExpiryLinkKey, ExpiryPageKey, LinkKey, MergedKey, PageKey, Pointer,
-    RankedAnchorKey, RankedRefDomainKey, RefDomainKey, TableKey, TimelineKey, UrlRefKey,
+    item_key_len, AnchorKey, BacklinkKey, BacklinkRow, BuiltKey, Count, CountersKey, DistinctKey,
+    Empty, EncodedRecord, ExpiryLinkKey, ExpiryPageKey, LinkKey, LinkRow, MergedKey, PageKey,
+    Pointer, RankedAnchorKey, RankedRefDomainKey, RefDomainKey, TableKey, TimelineKey, UrlRefKey,
 };
 use crate::views::{
     contributions, distinct_counters, domain_of_url, out_domain_counters, page_out_domains,
@@ -236,6 +236,7 @@ struct BatchRows {
     pages: HashMap<String, PageState>,
     /// Whole link sets of the pages the batch touched, by source URL then target URL.
     links: HashMap<String, BTreeMap<String, LinkRecord>>,
+    /// The links whose `links` row the batch writes: new ones, and internal ones changed.
     dirty_links: HashSet<(String, String)>,
     /// By item key.
     counters: HashMap<Vec<u8>, Counters>,
@@ -420,7 +421,7 @@ impl<'a> Writer<'a> {
             return Ok(set.clone());
         }
         let mut set = BTreeMap::new();
-        for mut rec in self.stored_links(source)? {
+        for mut rec in self.stored_links(source, source_flow.trust_flow)? {
             rec.source_flow = source_flow;
             set.insert(rec.target_url.clone(), rec);
         }
@@ -437,9 +438,13 @@ impl<'a> Writer<'a> {
             }
             None => self.contribute(&new, 1)?,
         }
-        self.rows
-            .dirty_links
-            .insert((new.source_url.clone(), new.target_url.clone()));
+        // An external link's `links` row never changes once written: its record is in
+        // its backlink rows, which the contributions above wrote.
+        if old.is_none() || new.is_internal() {
+            self.rows
+                .dirty_links
+                .insert((new.source_url.clone(), new.target_url.clone()));
+        }
         self.rows
             .links
             .entry(new.source_url.clone())
@@ -836,7 +841,8 @@ impl<'a> Writer<'a> {
         // Every expired record once (a deleted link of an expired page is in both).
         let mut expired: BTreeMap<[u8; 16], LinkRecord> = BTreeMap::new();
         for (_, url) in &old_pages {
-            let records = self.stored_links(url)?;
+            let trust_flow = self.url_metrics(url)?.flow.trust_flow;
+            let records = self.stored_links(url, trust_flow)?;
             self.add_page_out_domains(url, -page_out_domains(&records));
             for rec in records {
                 expired.insert(link_key(&rec.source_url, &rec.target_url), rec);
@@ -848,9 +854,12 @@ impl<'a> Writer<'a> {
                     .db
                     .batched_multi_get_cf(self.store.cf(CF_LINKS), chunk.iter(), false);
             for (key, value) in chunk.iter().zip(values) {
-                if let Some(v) = value? {
-                    expired.insert(*key, LinkRecord::decode(&v)?);
-                }
+                let Some(v) = value? else { continue };
+                let rec = match LinkRow::decode(&v)? {
+                    LinkRow::Internal(record) => record.decode()?,
+                    LinkRow::AtTarget => self.external_link(key)?,
+                };
+                expired.insert(*key, rec);
             }
         }
         let mut expired: Vec<LinkRecord> = expired.into_values().collect();
@@ -909,8 +918,10 @@ impl<'a> Writer<'a> {
         Ok(())
     }
 
-    /// A page's link records as committed (callers look at the batch overlay first).
-    fn stored_links(&self, source: &str) -> Result<Vec<LinkRecord>> {
+    /// A page's link records as committed (callers look at the batch overlay first): the
+    /// internal ones from its `links` rows, the external ones from their `backlinks` URL
+    /// rows, keyed by the page's Trust Flow `source_trust_flow`.
+    fn stored_links(&self, source: &str, source_trust_flow: u8) -> Result<Vec<LinkRecord>> {
         let prefix = crate::keys::url_hash(source).to_be_bytes();
         let mut opts = ReadOptions::default();
         // A page's links are read once per crawl of it, and a round crawls a page once:
@@ -927,16 +938,70 @@ impl<'a> Writer<'a> {
             .raw_iterator_cf_opt(self.store.cf(CF_LINKS), opts);
         it.seek(prefix);
         let mut out = Vec::new();
-        while let Some(v) = it.value() {
-            let rec = LinkRecord::decode(v)?;
-            // A 64-bit hash collision between two source URLs: not this page's link.
-            if rec.source_url == source {
-                out.push(rec);
+        let mut at_target = Vec::new();
+        while let Some((key, value)) = it.item() {
+            match LinkRow::decode(value)? {
+                LinkRow::Internal(record) => out.push(record.decode()?),
+                LinkRow::AtTarget => {
+                    let link = key
+                        .try_into()
+                        .map_err(|_| crate::Error::corrupt(CF_LINKS, "key is not 16 bytes"))?;
+                    let row = LinkRow::record_row(
+                        link,
+                        self.generation,
+                        source_trust_flow,
+                        &self.store.hasher,
+                    );
+                    at_target.push(row.bytes());
+                }
             }
             it.next();
         }
         it.status()?;
+        // In key order: the target hashes ascend under one generation and flow.
+        let cf = self.store.cf(CF_BACKLINKS);
+        for value in self.store.db.batched_multi_get_cf(cf, &at_target, true) {
+            out.push(url_row_record(value?.as_deref())?);
+        }
+        // A 64-bit hash collision between two source URLs: not this page's link.
+        out.retain(|rec| rec.source_url == source);
         Ok(out)
+    }
+
+    /// The record of the external link `link` (a `links` key), as committed: its source
+    /// page is found by the key's source hash among the crawled pages.
+    fn external_link(&mut self, link: &[u8; 16]) -> Result<LinkRecord> {
+        let (source_hash, _) = crate::keys::link_hashes(link);
+        let mut opts = ReadOptions::default();
+        if let Some(upper) = source_hash.checked_add(1) {
+            opts.set_iterate_upper_bound(upper.to_be_bytes());
+        }
+        let mut it = self
+            .store
+            .db
+            .raw_iterator_cf_opt(self.store.cf(CF_PAGES), opts);
+        it.seek(source_hash.to_be_bytes());
+        let mut sources = Vec::new();
+        while let Some(key) = it.key() {
+            sources.push(PageKey::parse(key)?.0.to_string());
+            it.next();
+        }
+        it.status()?;
+        for source in sources {
+            let trust_flow = self.url_metrics(&source)?.flow.trust_flow;
+            let row = LinkRow::record_row(*link, self.generation, trust_flow, &self.store.hasher);
+            let value = self
+                .store
+                .db
+                .get_pinned_cf(self.store.cf(CF_BACKLINKS), row.bytes())?;
+            if value.is_some() {
+                let rec = url_row_record(value.as_deref())?;
+                if rec.source_url == source {
+                    return Ok(rec);
+                }
+            }
+        }
+        Err(LinkRow::record_missing())
     }
 
     /// Notes a referring address of an item appearing (`moved` 1) or going (-1) in its
@@ -1149,7 +1214,7 @@ impl BatchRows {
         }
         for (source, target) in &self.dirty_links {
             let rec = &self.links[source][target];
-            batch.put(&LinkKey { source, target }, rec);
+            batch.put(&LinkKey { source, target }, &LinkRow::of(rec));
         }
         let mut subnets = self.subnet_counters(db)?;
         for (item_key, delta) in &self.counters {
@@ -1656,6 +1721,14 @@ fn anchor_text_key(item_key: &[u8], domain: &str, text: &str) -> Vec<u8> {
 
 /// True when `new` differs from `old` only by a later LastSeenDate and more history:
 /// every field that feeds a sum, a key or a distinct count is the same.
+/// The record a link's `backlinks` URL row holds.
+fn url_row_record(value: Option<&[u8]>) -> Result<LinkRecord> {
+    match BacklinkRow::decode(value.ok_or_else(LinkRow::record_missing)?)? {
+        BacklinkRow::Record(record) => record.decode(),
+        BacklinkRow::AtUrl(_) => Err(LinkRow::record_missing()),
+    }
+}
+
 fn only_seen_again(old: &LinkRecord, new: &LinkRecord) -> bool {
     old.flags == new.flags
         && old.kind == new.kind
@@ -1695,6 +1768,7 @@ fn url_metrics(
 mod tests {
     use super::*;
     use crate::page::{CrawlOutcome, OutLink};
+    use crate::table::LINK_AT_TARGET;
 
     const DAY: i64 = 86_400;
     const T0: i64 = 1_735_689_600; // 2025-01-01
@@ -1746,6 +1820,43 @@ mod tests {
             assert_eq!(row.links, 2, "{item}");
             assert_eq!(row.last_seen, day_of(T0 + 10 * DAY), "{item}");
         }
+    }
+
+    /// An external link's `links` row holds one byte; its record is its URL row, which a
+    /// re-crawl reads back. A URL row gone missing is reported as corruption, not taken
+    /// for a new link.
+    #[test]
+    fn an_external_link_is_kept_once_and_a_missing_record_is_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
+        let mut w = store.writer();
+        w.apply(&crawl("http://s.org/a", T0)).unwrap();
+        w.commit().unwrap();
+        let link = link_key("http://s.org/a", "http://t.com/");
+        let links_value = store.db.get_cf(store.cf(CF_LINKS), link).unwrap().unwrap();
+        assert_eq!(links_value, [LINK_AT_TARGET]);
+        let url_row = LinkRow::record_row(link, store.generation(), 0, &store.hasher);
+        assert!(store.row(&url_row).unwrap().is_some());
+
+        // Seen again: the record comes back from its URL row, first seen unchanged.
+        w.apply(&crawl("http://s.org/a", T0 + DAY)).unwrap();
+        w.commit().unwrap();
+        let value = store
+            .db
+            .get_cf(store.cf(CF_BACKLINKS), url_row.bytes())
+            .unwrap();
+        let rec = url_row_record(value.as_deref()).unwrap();
+        assert_eq!(
+            (rec.first_seen, rec.last_seen),
+            (day_of(T0), day_of(T0 + DAY))
+        );
+
+        store
+            .db
+            .delete_cf(store.cf(CF_BACKLINKS), url_row.bytes())
+            .unwrap();
+        let err = w.apply(&crawl("http://s.org/a", T0 + 2 * DAY)).unwrap_err();
+        assert!(err.to_string().contains("URL row is missing"), "{err}");
     }
 
     #[test]
