@@ -9,6 +9,7 @@ use crate::page::{day_of, CrawlOutcome, OutLink, PageCrawl, PageState};
 use crate::record::{
     flags, FlowPair, LinkKind, LinkRecord, LostReason, SourceOutlinks, SOURCE_TOPICS, TARGET_TOPICS,
 };
+use crate::table::LinkSummary;
 use crate::views::domain_of_url;
 use crate::writer::ApplyStats;
 use std::borrow::Cow;
@@ -197,7 +198,7 @@ fn page_outlinks(page: &str, found: &BTreeMap<&str, Cow<'_, OutLink>>) -> Source
 
 /// The links a crawl shows, one per target (the first occurrence wins), borrowed from
 /// it; a redirect shows exactly one, to its `Location`.
-fn found_links(crawl: &PageCrawl) -> BTreeMap<&str, Cow<'_, OutLink>> {
+pub(crate) fn found_links(crawl: &PageCrawl) -> BTreeMap<&str, Cow<'_, OutLink>> {
     let mut found = BTreeMap::new();
     match &crawl.outcome {
         CrawlOutcome::Html { links } => {
@@ -216,6 +217,35 @@ fn found_links(crawl: &PageCrawl) -> BTreeMap<&str, Cow<'_, OutLink>> {
         _ => {}
     }
     found
+}
+
+/// The record a link had, rebuilt from its `links` row's summary for a newer `crawl` of
+/// its source that shows it again as `link`: `None` unless the crawl describes the link
+/// as the record did and the record is live, the only case where [`newer_crawl`] makes
+/// of it no more than a link seen again (so its flows, topics and out-link counts, which
+/// that overwrites, are left out).
+pub(crate) fn seen_before(
+    crawl: &PageCrawl,
+    link: &OutLink,
+    summary: &LinkSummary,
+) -> Option<LinkRecord> {
+    if summary.deleted {
+        return None;
+    }
+    let mut rec = LinkRecord {
+        source_url: crawl.url.clone(),
+        target_url: link.target.clone(),
+        ..Default::default()
+    };
+    describe(&mut rec, link, crawl.ip);
+    if rec.description_check() != summary.check {
+        return None;
+    }
+    rec.first_seen = summary.first_seen;
+    rec.last_seen = summary.last_seen;
+    rec.redirect_status = summary.redirect_status;
+    rec.history = summary.history.clone();
+    Some(rec)
 }
 
 /// Copies what the latest crawl says about a link into its record.

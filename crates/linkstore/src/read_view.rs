@@ -867,7 +867,7 @@ impl ReadView {
     fn scan_link_records(&self, visit: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<()> {
         self.scan_cf(CF_LINKS, &mut |_, value| match LinkRow::decode(value)? {
             LinkRow::Internal(_) => visit(value),
-            LinkRow::AtTarget => Ok(()),
+            LinkRow::AtTarget(_) => Ok(()),
         })?;
         self.scan_cf_prefix(CF_BACKLINKS, &[self.generation], &mut |_, value| {
             match Pointer::of_value(value)? {

@@ -277,7 +277,7 @@ impl<'a> FlowSlots<'a> {
 /// the days since the end of the previous one (since day 0 for the first) and its
 /// length - 1, both uvar. A link seen once takes 4 or 5 bytes, one crawled daily 4 or 5
 /// bytes a stretch; a serialised bitmap takes 18 bytes or more.
-fn put_history(out: &mut Vec<u8>, days: &RoaringBitmap) {
+pub(crate) fn put_history(out: &mut Vec<u8>, days: &RoaringBitmap) {
     let mut runs: Vec<(u32, u32)> = Vec::new();
     for day in days {
         match runs.last_mut() {
@@ -301,7 +301,7 @@ fn put_history(out: &mut Vec<u8>, days: &RoaringBitmap) {
 const MAX_HISTORY_RUN: u64 = 1 << 16;
 
 /// Reads what [`put_history`] wrote, refusing runs past the last day a `u32` holds.
-fn read_history(r: &mut Reader<'_>) -> Result<RoaringBitmap> {
+pub(crate) fn read_history(r: &mut Reader<'_>) -> Result<RoaringBitmap> {
     let mut days = RoaringBitmap::new();
     history_runs(r, |first, last| {
         days.insert_range(first..=last);
@@ -327,6 +327,23 @@ fn history_runs(r: &mut Reader<'_>, mut each: impl FnMut(u32, u32)) -> Result<()
 }
 
 impl LinkRecord {
+    /// A 64-bit hash of what a crawl says about the link (anchor and ALT text, kind,
+    /// the flags it sets, the source's address): records that agree on it were
+    /// described alike, so one can stand for the other as a link seen again.
+    pub(crate) fn description_check(&self) -> u64 {
+        let described =
+            flags::NOFOLLOW | flags::UGC | flags::SPONSORED | flags::INTERNAL | flags::ALT_TEXT;
+        let mut buf = Vec::with_capacity(self.anchor_text.len() + self.alt_text.len() + 24);
+        put_uvarint(&mut buf, self.anchor_text.len() as u64);
+        buf.extend_from_slice(self.anchor_text.as_bytes());
+        put_uvarint(&mut buf, self.alt_text.len() as u64);
+        buf.extend_from_slice(self.alt_text.as_bytes());
+        buf.push(self.kind as u8);
+        buf.extend_from_slice(&(self.flags & described).to_be_bytes());
+        put_ip(&mut buf, self.source_ip);
+        xxhash_rust::xxh3::xxh3_64(&buf)
+    }
+
     pub fn is_deleted(&self) -> bool {
         self.flags & flags::DELETED != 0
     }

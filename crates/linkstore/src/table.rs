@@ -12,13 +12,14 @@
 use crate::aggregate::RowAnchors;
 use crate::aggregate::{AnchorText, Counters, RefDomain, TimelineDelta};
 use crate::build::Table;
-use crate::codec::{put_ivarint, Reader};
+use crate::codec::{put_ivarint, put_uvarint, Reader};
 use crate::error::{Error, Result};
 use crate::keys::{self, DistinctKind};
 use crate::metrics::ItemMetrics;
 use crate::page::PageState;
-use crate::record::{FlowPair, LinkRecord};
+use crate::record::{put_history, read_history, FlowPair, LinkRecord};
 use crate::store::{CF_BACKLINKS, CF_METRICS, CF_TOP_PAGES};
+use roaring::RoaringBitmap;
 
 /// The key of a row in one column family, which fixes the type of the row's value.
 pub(crate) trait TableKey {
@@ -221,18 +222,45 @@ pub const LINK_AT_TARGET: u8 = 0xB2;
 /// `backlinks` URL row.
 pub fn links_value_edge(value: &[u8]) -> Result<Option<(&str, &str)>> {
     match value {
-        [LINK_AT_TARGET] => Ok(None),
+        [LINK_AT_TARGET, ..] => Ok(None),
         record => crate::record::flow_edge(record),
     }
 }
 
 /// What a `links` row holds. An internal link's record lives only here; an external
 /// link's lives once, in its `backlinks` row under its target URL, and its `links` row
-/// only says so: the row a page's links are found by, source first.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// keeps what a re-crawl needs to rebuild the record of a link seen again.
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) enum LinkRow {
     Internal(EncodedRecord),
-    AtTarget,
+    AtTarget(LinkSummary),
+}
+
+/// The part of an external link's record its `links` row keeps: with a crawl that
+/// describes the link as the record does ([`LinkRecord::description_check`]), enough to
+/// rebuild the record, so a page re-crawled reads only its changed, lost and revived
+/// links' URL rows.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct LinkSummary {
+    pub deleted: bool,
+    pub check: u64,
+    pub first_seen: u32,
+    pub last_seen: u32,
+    pub redirect_status: u16,
+    pub history: RoaringBitmap,
+}
+
+impl LinkSummary {
+    fn of(rec: &LinkRecord) -> LinkSummary {
+        LinkSummary {
+            deleted: rec.is_deleted(),
+            check: rec.description_check(),
+            first_seen: rec.first_seen,
+            last_seen: rec.last_seen,
+            redirect_status: rec.redirect_status,
+            history: rec.history.clone(),
+        }
+    }
 }
 
 impl LinkRow {
@@ -241,26 +269,56 @@ impl LinkRow {
         if rec.is_internal() {
             LinkRow::Internal(EncodedRecord::of(rec))
         } else {
-            LinkRow::AtTarget
+            LinkRow::AtTarget(LinkSummary::of(rec))
         }
     }
 
+    /// `B2 | deleted u8 | check u64be | first_seen uvar | last_seen uvar |
+    /// redirect_status uvar | history` for an external link.
     pub(crate) fn encode(&self) -> Vec<u8> {
         match self {
             LinkRow::Internal(record) => record.encode(),
-            LinkRow::AtTarget => vec![LINK_AT_TARGET],
+            LinkRow::AtTarget(summary) => {
+                let mut v = Vec::with_capacity(24);
+                v.push(LINK_AT_TARGET);
+                v.push(u8::from(summary.deleted));
+                v.extend_from_slice(&summary.check.to_be_bytes());
+                put_uvarint(&mut v, u64::from(summary.first_seen));
+                put_uvarint(&mut v, u64::from(summary.last_seen));
+                put_uvarint(&mut v, u64::from(summary.redirect_status));
+                put_history(&mut v, &summary.history);
+                v
+            }
         }
     }
 
     pub(crate) fn decode(bytes: &[u8]) -> Result<LinkRow> {
-        match bytes {
-            [LINK_AT_TARGET] => Ok(LinkRow::AtTarget),
-            [LINK_AT_TARGET, ..] => Err(Error::corrupt(
-                Table::Links.cf_name(),
-                "an external link's row is not one byte",
-            )),
-            _ => Ok(LinkRow::Internal(EncodedRecord(bytes.to_vec()))),
+        let [LINK_AT_TARGET, rest @ ..] = bytes else {
+            return Ok(LinkRow::Internal(EncodedRecord(bytes.to_vec())));
+        };
+        let cf = Table::Links.cf_name();
+        let mut r = Reader::new(rest, cf);
+        let deleted = match r.u8()? {
+            0 => false,
+            1 => true,
+            _ => return Err(Error::corrupt(cf, "summary: deleted is not 0 or 1")),
+        };
+        let check = u64::from_be_bytes(r.take(8)?.try_into().expect("8 bytes"));
+        let (first_seen, last_seen) = (r.u32v()?, r.u32v()?);
+        let redirect_status = u16::try_from(r.uvarint()?)
+            .map_err(|_| Error::corrupt(cf, "summary: redirect status out of range"))?;
+        let history = read_history(&mut r)?;
+        if r.remaining() != 0 {
+            return Err(Error::corrupt(cf, "summary: trailing bytes"));
         }
+        Ok(LinkRow::AtTarget(LinkSummary {
+            deleted,
+            check,
+            first_seen,
+            last_seen,
+            redirect_status,
+            history,
+        }))
     }
 
     /// The `backlinks` row holding the record of an external link (`link`, a `links`

@@ -17,14 +17,15 @@ use crate::aggregate::{
 };
 use crate::build::Table;
 use crate::crawl::{
-    crawl_order, crawl_status, newer_crawl, next_state, older_crawl, CrawlOrder, UrlMetrics,
+    crawl_order, crawl_status, found_links, newer_crawl, next_state, older_crawl, seen_before,
+    CrawlOrder, UrlMetrics,
 };
 use crate::error::Result;
 use crate::item::Item;
 use crate::keys::{
     distinct_key, link_key, member_of_key, DistinctKind, ItemHasher, EXPIRY_LINK, EXPIRY_PAGE,
 };
-use crate::page::{day_of, PageCrawl, PageState};
+use crate::page::{day_of, OutLink, PageCrawl, PageState};
 use crate::record::{FlowPair, LinkRecord};
 use crate::store::*;
 use crate::table::{
@@ -37,6 +38,7 @@ use crate::views::{
     pair_member, ref_domain_counters, split_anchor_member, subnet_of_member, Contribution,
 };
 use rocksdb::{ReadOptions, WriteBatch};
+use std::borrow::Cow;
 use std::collections::hash_map::Entry;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -236,7 +238,6 @@ struct BatchRows {
     pages: HashMap<String, PageState>,
     /// Whole link sets of the pages the batch touched, by source URL then target URL.
     links: HashMap<String, BTreeMap<String, LinkRecord>>,
-    /// The links whose `links` row the batch writes: new ones, and internal ones changed.
     dirty_links: HashSet<(String, String)>,
     /// By item key.
     counters: HashMap<Vec<u8>, Counters>,
@@ -321,7 +322,7 @@ impl<'a> Writer<'a> {
             }
             CrawlOrder::Older => {
                 let source_flow = self.url_metrics(&crawl.url)?.flow;
-                let mut existing = self.take_links(&crawl.url, source_flow)?;
+                let mut existing = self.take_links(&crawl.url, source_flow, None)?;
                 let before = page_out_domains(existing.values());
                 let changes = older_crawl(crawl, &mut existing);
                 self.rows.links.insert(crawl.url.clone(), existing);
@@ -338,7 +339,7 @@ impl<'a> Writer<'a> {
                 }
                 self.add_counters_for_url(&crawl.url, &delta, true);
                 let source = self.url_metrics(&crawl.url)?;
-                let mut existing = self.take_links(&crawl.url, source.flow)?;
+                let mut existing = self.take_links(&crawl.url, source.flow, Some(crawl))?;
                 let before = page_out_domains(existing.values());
                 let mut flows = std::mem::take(&mut self.flows);
                 let changes = newer_crawl(
@@ -408,11 +409,14 @@ impl<'a> Writer<'a> {
     /// The page's current link set (overlay first, then the store), taken out of the
     /// overlay: the caller puts it back before it changes a link. Stored records carry
     /// the source flow of their last write; it is replaced by the current one, which is
-    /// what their backlink rows are keyed by.
+    /// what their backlink rows are keyed by. With the newer crawl about to apply, the
+    /// records of links it shows as they were are rebuilt rather than read
+    /// ([`Writer::stored_links`]).
     fn take_links(
         &mut self,
         source: &str,
         source_flow: FlowPair,
+        newer: Option<&PageCrawl>,
     ) -> Result<BTreeMap<String, LinkRecord>> {
         if let Some(set) = self.rows.links.remove(source) {
             return Ok(set);
@@ -421,7 +425,7 @@ impl<'a> Writer<'a> {
             return Ok(set.clone());
         }
         let mut set = BTreeMap::new();
-        for mut rec in self.stored_links(source, source_flow.trust_flow)? {
+        for mut rec in self.stored_links(source, source_flow.trust_flow, newer)? {
             rec.source_flow = source_flow;
             set.insert(rec.target_url.clone(), rec);
         }
@@ -438,13 +442,9 @@ impl<'a> Writer<'a> {
             }
             None => self.contribute(&new, 1)?,
         }
-        // An external link's `links` row never changes once written: its record is in
-        // its backlink rows, which the contributions above wrote.
-        if old.is_none() || new.is_internal() {
-            self.rows
-                .dirty_links
-                .insert((new.source_url.clone(), new.target_url.clone()));
-        }
+        self.rows
+            .dirty_links
+            .insert((new.source_url.clone(), new.target_url.clone()));
         self.rows
             .links
             .entry(new.source_url.clone())
@@ -842,7 +842,7 @@ impl<'a> Writer<'a> {
         let mut expired: BTreeMap<[u8; 16], LinkRecord> = BTreeMap::new();
         for (_, url) in &old_pages {
             let trust_flow = self.url_metrics(url)?.flow.trust_flow;
-            let records = self.stored_links(url, trust_flow)?;
+            let records = self.stored_links(url, trust_flow, None)?;
             self.add_page_out_domains(url, -page_out_domains(&records));
             for rec in records {
                 expired.insert(link_key(&rec.source_url, &rec.target_url), rec);
@@ -857,7 +857,7 @@ impl<'a> Writer<'a> {
                 let Some(v) = value? else { continue };
                 let rec = match LinkRow::decode(&v)? {
                     LinkRow::Internal(record) => record.decode()?,
-                    LinkRow::AtTarget => self.external_link(key)?,
+                    LinkRow::AtTarget(_) => self.external_link(key)?,
                 };
                 expired.insert(*key, rec);
             }
@@ -919,9 +919,24 @@ impl<'a> Writer<'a> {
     }
 
     /// A page's link records as committed (callers look at the batch overlay first): the
-    /// internal ones from its `links` rows, the external ones from their `backlinks` URL
-    /// rows, keyed by the page's Trust Flow `source_trust_flow`.
-    fn stored_links(&self, source: &str, source_trust_flow: u8) -> Result<Vec<LinkRecord>> {
+    /// internal ones from its `links` rows; the external ones rebuilt from their `links`
+    /// rows when the `newer` crawl of the page shows them as they were
+    /// ([`crawl::seen_before`]), else read from their `backlinks` URL rows, keyed by the
+    /// page's Trust Flow `source_trust_flow`.
+    fn stored_links(
+        &self,
+        source: &str,
+        source_trust_flow: u8,
+        newer: Option<&PageCrawl>,
+    ) -> Result<Vec<LinkRecord>> {
+        let found: HashMap<u64, Cow<'_, OutLink>> = newer
+            .map(|crawl| {
+                found_links(crawl)
+                    .into_iter()
+                    .map(|(target, link)| (crate::keys::url_hash(target), link))
+                    .collect()
+            })
+            .unwrap_or_default();
         let prefix = crate::keys::url_hash(source).to_be_bytes();
         let mut opts = ReadOptions::default();
         // A page's links are read once per crawl of it, and a round crawls a page once:
@@ -942,10 +957,19 @@ impl<'a> Writer<'a> {
         while let Some((key, value)) = it.item() {
             match LinkRow::decode(value)? {
                 LinkRow::Internal(record) => out.push(record.decode()?),
-                LinkRow::AtTarget => {
+                LinkRow::AtTarget(summary) => {
                     let link = key
                         .try_into()
                         .map_err(|_| crate::Error::corrupt(CF_LINKS, "key is not 16 bytes"))?;
+                    let (_, target_hash) = crate::keys::link_hashes(&link);
+                    let rebuilt = newer
+                        .zip(found.get(&target_hash))
+                        .and_then(|(crawl, shown)| seen_before(crawl, shown, &summary));
+                    if let Some(rec) = rebuilt {
+                        out.push(rec);
+                        it.next();
+                        continue;
+                    }
                     let row = LinkRow::record_row(
                         link,
                         self.generation,
@@ -1822,11 +1846,11 @@ mod tests {
         }
     }
 
-    /// An external link's `links` row holds one byte; its record is its URL row, which a
-    /// re-crawl reads back. A URL row gone missing is reported as corruption, not taken
-    /// for a new link.
+    /// An external link's record is its URL row; its `links` row keeps enough to rebuild
+    /// it for a link seen again as it was, and a changed link's record is read back. A
+    /// URL row gone missing is reported as corruption, not taken for a new link.
     #[test]
-    fn an_external_link_is_kept_once_and_a_missing_record_is_reported() {
+    fn an_external_link_is_kept_once_rebuilt_when_seen_again_and_read_when_changed() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
         let mut w = store.writer();
@@ -1834,28 +1858,45 @@ mod tests {
         w.commit().unwrap();
         let link = link_key("http://s.org/a", "http://t.com/");
         let links_value = store.db.get_cf(store.cf(CF_LINKS), link).unwrap().unwrap();
-        assert_eq!(links_value, [LINK_AT_TARGET]);
+        assert_eq!(links_value[0], LINK_AT_TARGET);
         let url_row = LinkRow::record_row(link, store.generation(), 0, &store.hasher);
-        assert!(store.row(&url_row).unwrap().is_some());
+        let stored_record = || {
+            let value = store
+                .db
+                .get_cf(store.cf(CF_BACKLINKS), url_row.bytes())
+                .unwrap();
+            url_row_record(value.as_deref()).unwrap()
+        };
+        assert_eq!(stored_record().first_seen, day_of(T0));
 
-        // Seen again: the record comes back from its URL row, first seen unchanged.
+        // Seen again as it was: the record is rebuilt from the `links` row, history kept.
         w.apply(&crawl("http://s.org/a", T0 + DAY)).unwrap();
         w.commit().unwrap();
-        let value = store
-            .db
-            .get_cf(store.cf(CF_BACKLINKS), url_row.bytes())
-            .unwrap();
-        let rec = url_row_record(value.as_deref()).unwrap();
+        let rec = stored_record();
         assert_eq!(
             (rec.first_seen, rec.last_seen),
             (day_of(T0), day_of(T0 + DAY))
         );
+        assert_eq!(rec.history.len(), 2);
 
+        // Seen with another anchor text: the record is read from its URL row.
+        let mut changed = crawl("http://s.org/a", T0 + 2 * DAY);
+        let CrawlOutcome::Html { links } = &mut changed.outcome else {
+            unreachable!()
+        };
+        links[0].anchor_text = "another".into();
+        w.apply(&changed).unwrap();
+        w.commit().unwrap();
+        let rec = stored_record();
+        assert_eq!(rec.anchor_text, "another");
+        assert_eq!((rec.first_seen, rec.history.len()), (day_of(T0), 3));
+
+        // A URL row gone missing: a changed link must read it, and says it is missing.
         store
             .db
             .delete_cf(store.cf(CF_BACKLINKS), url_row.bytes())
             .unwrap();
-        let err = w.apply(&crawl("http://s.org/a", T0 + 2 * DAY)).unwrap_err();
+        let err = w.apply(&crawl("http://s.org/a", T0 + 3 * DAY)).unwrap_err();
         assert!(err.to_string().contains("URL row is missing"), "{err}");
     }
 
