@@ -965,18 +965,18 @@ impl<'a> Writer<'a> {
                     let rebuilt = newer
                         .zip(found.get(&target_hash))
                         .and_then(|(crawl, shown)| seen_before(crawl, shown, &summary));
-                    if let Some(rec) = rebuilt {
-                        out.push(rec);
-                        it.next();
-                        continue;
+                    match rebuilt {
+                        Some(rec) => out.push(rec),
+                        None => at_target.push(
+                            LinkRow::record_row(
+                                link,
+                                self.generation,
+                                source_trust_flow,
+                                &self.store.hasher,
+                            )
+                            .bytes(),
+                        ),
                     }
-                    let row = LinkRow::record_row(
-                        link,
-                        self.generation,
-                        source_trust_flow,
-                        &self.store.hasher,
-                    );
-                    at_target.push(row.bytes());
                 }
             }
             it.next();
