@@ -156,12 +156,22 @@ impl KeptRows {
     /// if it carries flow (an external link's value holds no record: its edge is kept
     /// with its `backlinks` URL row).
     pub(crate) fn put_link(&mut self, value: &[u8]) -> Result<()> {
-        if let Some((source, target)) = linkstore::links_value_edge(value)? {
-            let name = self.name("edges");
-            Self::writer(&mut self.edges, &mut self.opened, &self.dir, name)?
-                .put(source.as_bytes(), target.as_bytes())?;
+        match linkstore::links_value_edge(value)? {
+            Some((source, target)) => self.put_edge(false, source, target),
+            None => Ok(()),
         }
-        Ok(())
+    }
+
+    /// Keeps an edge among the internal or the `external` links' edges.
+    fn put_edge(&mut self, external: bool, source: &str, target: &str) -> Result<()> {
+        let name = self.name("edges");
+        let slot = if external {
+            &mut self.external_edges
+        } else {
+            &mut self.edges
+        };
+        Self::writer(slot, &mut self.opened, &self.dir, name)?
+            .put(source.as_bytes(), target.as_bytes())
     }
 
     /// Keeps a backlink row instead of writing it to the store; like a table file, skips
@@ -180,14 +190,13 @@ impl KeptRows {
         Self::writer(&mut self.backlinks, &mut self.opened, &self.dir, name)?.put(key, record)?;
         self.last_backlink.clear();
         self.last_backlink.extend_from_slice(key);
-        if is_url_row {
-            if let Some((source, target)) = linkstore::flow_edge(record)? {
-                let name = self.name("edges");
-                Self::writer(&mut self.external_edges, &mut self.opened, &self.dir, name)?
-                    .put(source.as_bytes(), target.as_bytes())?;
-            }
+        if !is_url_row {
+            return Ok(());
         }
-        Ok(())
+        match linkstore::flow_edge(record)? {
+            Some((source, target)) => self.put_edge(true, source, target),
+            None => Ok(()),
+        }
     }
 
     /// Completes the open files, adding their paths to `into`.

@@ -11,8 +11,8 @@ use crate::store::{
     cf_handle, prefix_successor, CF_BACKLINKS, CF_DISTINCT, CF_LINKS, CF_TIMELINE, CF_TOP_PAGES,
 };
 use crate::table::{
-    AnchorKey, BacklinkKey, CountersKey, LinkRow, MetricsKey, PageKey, Pointer, RefDomainKey,
-    TableKey,
+    internal_record, AnchorKey, BacklinkKey, CountersKey, MetricsKey, PageKey, Pointer,
+    RefDomainKey, TableKey,
 };
 use crate::views::member_rows;
 use rocksdb::{ColumnFamily, Direction, IteratorMode, ReadOptions, DB};
@@ -865,9 +865,9 @@ impl ReadView {
     /// link's from its `backlinks` URL row in this view's generation (its `links` row
     /// only says it is there).
     fn scan_link_records(&self, visit: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<()> {
-        self.scan_cf(CF_LINKS, &mut |_, value| match LinkRow::decode(value)? {
-            LinkRow::Internal(_) => visit(value),
-            LinkRow::AtTarget(_) => Ok(()),
+        self.scan_cf(CF_LINKS, &mut |_, value| match internal_record(value) {
+            Some(record) => visit(record),
+            None => Ok(()),
         })?;
         self.scan_cf_prefix(CF_BACKLINKS, &[self.generation], &mut |_, value| {
             match Pointer::of_value(value)? {

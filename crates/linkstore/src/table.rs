@@ -217,13 +217,22 @@ built_key!(LinkKey<'_>, Table::Links, LinkRow);
 /// `backlinks` URL row; a record's first byte is its version, a small number.
 pub const LINK_AT_TARGET: u8 = 0xB2;
 
+/// The record a stored `links` value holds: an internal link's; `None` for an external
+/// link's summary.
+pub(crate) fn internal_record(value: &[u8]) -> Option<&[u8]> {
+    match value {
+        [LINK_AT_TARGET, ..] => None,
+        record => Some(record),
+    }
+}
+
 /// The flow edge of a stored `links` value: [`flow_edge`](crate::flow_edge) of an
 /// internal link's record, `None` for an external link, whose edge comes with its
 /// `backlinks` URL row.
 pub fn links_value_edge(value: &[u8]) -> Result<Option<(&str, &str)>> {
-    match value {
-        [LINK_AT_TARGET, ..] => Ok(None),
-        record => crate::record::flow_edge(record),
+    match internal_record(value) {
+        Some(record) => crate::record::flow_edge(record),
+        None => Ok(None),
     }
 }
 
@@ -293,11 +302,11 @@ impl LinkRow {
     }
 
     pub(crate) fn decode(bytes: &[u8]) -> Result<LinkRow> {
-        let [LINK_AT_TARGET, rest @ ..] = bytes else {
-            return Ok(LinkRow::Internal(EncodedRecord(bytes.to_vec())));
-        };
+        if let Some(record) = internal_record(bytes) {
+            return Ok(LinkRow::Internal(EncodedRecord(record.to_vec())));
+        }
         let cf = Table::Links.cf_name();
-        let mut r = Reader::new(rest, cf);
+        let mut r = Reader::new(&bytes[1..], cf);
         let deleted = match r.u8()? {
             0 => false,
             1 => true,
@@ -319,24 +328,6 @@ impl LinkRow {
             redirect_status,
             history,
         }))
-    }
-
-    /// The `backlinks` row holding the record of an external link (`link`, a `links`
-    /// key) in `generation`: under its target URL, at its source's Trust Flow in that
-    /// generation, which is what every writer keys the row by.
-    pub(crate) fn record_row(
-        link: [u8; 16],
-        generation: u8,
-        source_trust_flow: u8,
-        hasher: &keys::ItemHasher,
-    ) -> BacklinkKey {
-        let (_, target_hash) = keys::link_hashes(&link);
-        BacklinkKey {
-            generation,
-            item_hash: hasher.url_item(target_hash),
-            source_trust_flow,
-            link,
-        }
     }
 
     /// What reading an external link's record finds when its `backlinks` row is absent.
@@ -388,13 +379,26 @@ impl BacklinkKey {
     }
 
     /// The key of this link's row under its target URL, which holds the record a
-    /// pointer row of the same link stands for: the target's item hash is its
-    /// `url_hash`, the key's last eight bytes.
+    /// pointer row of the same link stands for.
     pub(crate) fn url_row(&self, hasher: &keys::ItemHasher) -> BacklinkKey {
-        let (_, target_hash) = keys::link_hashes(&self.link);
+        BacklinkKey::url_row_of(self.link, self.generation, self.source_trust_flow, hasher)
+    }
+
+    /// The key of the row holding the record of the link `link` (a `links` key) in
+    /// `generation`, whose source's Trust Flow is `source_trust_flow`: under the target
+    /// URL, whose item hash is its `url_hash`, the key's last eight bytes.
+    pub(crate) fn url_row_of(
+        link: [u8; 16],
+        generation: u8,
+        source_trust_flow: u8,
+        hasher: &keys::ItemHasher,
+    ) -> BacklinkKey {
+        let (_, target_hash) = keys::link_hashes(&link);
         BacklinkKey {
+            generation,
             item_hash: hasher.url_item(target_hash),
-            ..*self
+            source_trust_flow,
+            link,
         }
     }
 

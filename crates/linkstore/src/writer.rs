@@ -968,7 +968,7 @@ impl<'a> Writer<'a> {
                     match rebuilt {
                         Some(rec) => out.push(rec),
                         None => at_target.push(
-                            LinkRow::record_row(
+                            BacklinkKey::url_row_of(
                                 link,
                                 self.generation,
                                 source_trust_flow,
@@ -1013,7 +1013,8 @@ impl<'a> Writer<'a> {
         it.status()?;
         for source in sources {
             let trust_flow = self.url_metrics(&source)?.flow.trust_flow;
-            let row = LinkRow::record_row(*link, self.generation, trust_flow, &self.store.hasher);
+            let row =
+                BacklinkKey::url_row_of(*link, self.generation, trust_flow, &self.store.hasher);
             let value = self
                 .store
                 .db
@@ -1859,7 +1860,7 @@ mod tests {
         let link = link_key("http://s.org/a", "http://t.com/");
         let links_value = store.db.get_cf(store.cf(CF_LINKS), link).unwrap().unwrap();
         assert_eq!(links_value[0], LINK_AT_TARGET);
-        let url_row = LinkRow::record_row(link, store.generation(), 0, &store.hasher);
+        let url_row = BacklinkKey::url_row_of(link, store.generation(), 0, &store.hasher);
         let stored_record = || {
             let value = store
                 .db
