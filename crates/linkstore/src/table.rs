@@ -800,6 +800,43 @@ mod tests {
     use crate::keys::{link_key, ItemHasher};
     use crate::Item;
 
+    /// An external link's summary reads back as written, an internal link's row is its
+    /// record, and a damaged summary is refused as corruption of `links`.
+    #[test]
+    fn a_links_row_reads_back_and_a_damaged_summary_is_refused() {
+        let mut rec = LinkRecord {
+            source_url: "http://a.com/".into(),
+            target_url: "http://b.com/x".into(),
+            anchor_text: "b".into(),
+            redirect_status: 301,
+            first_seen: 20_000,
+            last_seen: 20_010,
+            ..Default::default()
+        };
+        rec.history.insert_range(20_000..=20_003);
+        rec.history.insert(20_010);
+        let row = LinkRow::of(&rec);
+        let bytes = row.encode();
+        assert_eq!(bytes[0], LINK_AT_TARGET);
+        assert_eq!(LinkRow::decode(&bytes).unwrap(), row);
+        assert_eq!(internal_record(&bytes), None);
+
+        rec.target_url = "http://www.a.com/y".into();
+        rec.set_flag(crate::record::flags::INTERNAL, true);
+        let internal = EncodedRecord::of(&rec).encode();
+        assert_eq!(internal_record(&internal), Some(&internal[..]));
+        assert_eq!(LinkRow::decode(&internal).unwrap(), LinkRow::of(&rec));
+
+        let mut bad_flag = bytes.clone();
+        bad_flag[1] = 2;
+        let mut trailing = bytes.clone();
+        trailing.push(0);
+        for damaged in [&bytes[..6], &bad_flag[..], &trailing[..]] {
+            let err = LinkRow::decode(damaged).unwrap_err().to_string();
+            assert!(err.contains("links"), "{err}");
+        }
+    }
+
     #[test]
     fn a_backlink_key_reads_back_as_written() {
         let key = BacklinkKey {
