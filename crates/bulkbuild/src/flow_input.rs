@@ -7,17 +7,20 @@
 //! <store>.flow-input/
 //!   w000-p-edges-0.rows       { source URL, target URL }* of internal links that carry
 //!                             flow, in `links` key order
-//!   w000-v-edges-1.rows       the same of external links, in `backlinks` key order
+//!   w000-v-edges-1.rows       the same of external links, in `backlinks` key order, and
+//!                             { source URL, "" } of each external link that carries none
+//!                             (`linkstore::FlowLink::Source`)
 //!   w000-v-backlinks-2.rows   { backlink key, link record }* in key order
 //! ```
 //!
 //! Worker `w` owns the `w`-th range of item hashes, so its backlink file holds whole
 //! items, and the files in worker order are in key order. The edges come in the order a
-//! flow build over the store reads them (`ReadView::scan_flow_edges`): internal links,
+//! flow build over the store reads them (`ReadView::scan_flow_links`): internal links,
 //! then external ones.
 
 use crate::error::Result;
 use crate::sorter::{RunReader, RunWriter};
+use linkstore::FlowLink;
 use std::path::{Path, PathBuf};
 
 /// The kept files; the directory goes when this is dropped.
@@ -176,7 +179,8 @@ impl KeptRows {
 
     /// Keeps a backlink row instead of writing it to the store; like a table file, skips
     /// a key not above the previous one (a 64-bit collision between two pages' links).
-    /// A URL row (`is_url_row`, which holds the record) also keeps the link's edge.
+    /// A URL row (`is_url_row`, which holds the record) also keeps the link's edge, or
+    /// its source alone when it carries no flow.
     pub(crate) fn put_backlink(
         &mut self,
         key: &[u8],
@@ -193,9 +197,10 @@ impl KeptRows {
         if !is_url_row {
             return Ok(());
         }
-        match linkstore::flow_edge(record)? {
-            Some((source, target)) => self.put_edge(true, source, target),
-            None => Ok(()),
+        match linkstore::flow_link(record)? {
+            FlowLink::Edge { source, target } => self.put_edge(true, source, target),
+            FlowLink::Source(source) => self.put_edge(true, source, ""),
+            FlowLink::Nothing => Ok(()),
         }
     }
 

@@ -30,8 +30,8 @@ use crate::progress::{Counters, LocalCount};
 use crate::sorter::{Groups, Sorter};
 use ingest::{CrawlSink, FileReader, FileSummary, RawRecord, ReadOptions, RecordParser, SinkError};
 use linkstore::build::{
-    crawl_sort_key, PageReport, PageRows, ReduceOut, Reducer, Table, TableFileWriter, Values,
-    CRAWL_SORT_SUFFIX,
+    crawl_sort_key, stored_backlink, PageReport, PageRows, ReduceOut, Reducer, Table,
+    TableFileWriter, Values, CRAWL_SORT_SUFFIX,
 };
 use linkstore::{ApplyStats, PageCrawl};
 use std::cell::RefCell;
@@ -145,14 +145,14 @@ impl Files {
     }
 
     /// A `backlinks` row: kept whole for the flow build when rows are kept, else
-    /// written as the store keeps it (the pointer, when there is one).
-    fn put_backlink(&mut self, key: &[u8], record: &[u8], pointer: Option<&[u8]>) -> Result<()> {
+    /// written as the store keeps it (a pointer, unless it is the link's URL row).
+    fn put_backlink(&mut self, key: &[u8], record: &[u8], is_url_row: bool) -> Result<()> {
         if let Some(kept) = &mut self.kept {
-            kept.put_backlink(key, record, pointer.is_none())?;
+            kept.put_backlink(key, record, is_url_row)?;
             self.rows_written.bump(&self.progress.rows_written);
             return Ok(());
         }
-        self.put(Table::Backlinks, key, pointer.unwrap_or(record))
+        self.put(Table::Backlinks, key, stored_backlink(record, is_url_row))
     }
 
     fn put(&mut self, table: Table, key: &[u8], value: &[u8]) -> Result<()> {
@@ -695,8 +695,8 @@ impl ReduceOut for StageOut<'_> {
         }
     }
 
-    fn backlink(&mut self, key: &[u8], record: &[u8], pointer: Option<&[u8]>) {
-        if let Err(e) = self.files.put_backlink(key, record, pointer) {
+    fn backlink(&mut self, key: &[u8], record: &[u8], is_url_row: bool) {
+        if let Err(e) = self.files.put_backlink(key, record, is_url_row) {
             self.failed.get_or_insert(e);
         }
     }

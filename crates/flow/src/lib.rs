@@ -19,10 +19,10 @@ pub use rank::{pagerank, rank, received, through_pinned, Dangling, RankParams, R
 pub use seeds::{parse_seeds, read_seeds, Seed};
 
 use linkstore::{
-    host_of, root_domain, url_check_hash, url_hash, EndName, FlowPair, FlowUpdate,
+    host_of, root_domain, url_check_hash, url_hash, EndName, FlowLink, FlowPair, FlowUpdate,
     FlowUpdateReport, Item, ItemMetrics, Level, LinkEnd, Store,
 };
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 
 /// How many topics are kept per item.
@@ -53,13 +53,15 @@ fn intern(map: &mut HashMap<String, u32>, names: &mut Vec<String>, name: &str) -
 }
 
 impl UrlGraph {
-    /// Extracts the graph of links that carry flow ([`linkstore::flow_edge`]: live and
-    /// followed, internal ones included) from the store.
+    /// Extracts the graph of links that carry flow ([`linkstore::FlowLink`]: live and
+    /// followed, internal ones included) from the store, noting the sources of external
+    /// links that carry none.
     pub fn from_store(store: &Store) -> Result<UrlGraph> {
-        UrlGraph::collect(|visit| Ok(store.read().scan_flow_edges(visit)?))
+        UrlGraph::collect(|visit| Ok(store.read().scan_flow_links(visit)?))
     }
 
-    /// The graph from `(source URL, target URL)` rows, the edges a bulk build kept.
+    /// The graph from `(source URL, target URL)` rows, the edges a bulk build kept (an
+    /// empty target: the source of an external link that carries no flow).
     pub fn from_edges(
         edges: impl Iterator<Item = std::io::Result<(Vec<u8>, Vec<u8>)>>,
     ) -> Result<UrlGraph> {
@@ -70,22 +72,35 @@ impl UrlGraph {
             for edge in edges {
                 let (source, target) =
                     edge.map_err(|e| Error::Io("the bulk build's link graph".into(), e))?;
-                visit(&url(source)?, &url(target)?);
+                let (source, target) = (url(source)?, url(target)?);
+                visit(if target.is_empty() {
+                    FlowLink::Source(&source)
+                } else {
+                    FlowLink::Edge {
+                        source: &source,
+                        target: &target,
+                    }
+                });
             }
             Ok(())
         })
     }
 
-    /// The graph of the edges `scan` visits.
-    fn collect(scan: impl FnOnce(&mut dyn FnMut(&str, &str)) -> Result<()>) -> Result<UrlGraph> {
+    /// The graph of the links `scan` visits.
+    fn collect(scan: impl FnOnce(&mut dyn FnMut(FlowLink<'_>)) -> Result<()>) -> Result<UrlGraph> {
         let mut nodes = NodesByHash::default();
         let mut urls = Vec::new();
         let mut edges = Vec::new();
-        scan(&mut |source, target| {
-            let s = nodes.intern(source, url_hash(source), &mut urls);
-            let t = nodes.intern(target, url_hash(target), &mut urls);
-            edges.push((s, t));
+        scan(&mut |link| match link {
+            FlowLink::Edge { source, target } => {
+                let s = nodes.intern(source, url_hash(source), &mut urls);
+                let t = nodes.intern(target, url_hash(target), &mut urls);
+                edges.push((s, t));
+            }
+            FlowLink::Source(source) => nodes.note_outside(source, url_hash(source)),
+            FlowLink::Nothing => {}
         })?;
+        nodes.settle();
         let mut host_ids = HashMap::new();
         let mut hosts = Vec::new();
         let host_of_url: Vec<u32> = urls
@@ -141,10 +156,19 @@ impl Hasher for Prehashed {
 /// (`perf`: comparing the strings was a quarter of an 18M-link flow build's CPU). A URL
 /// is a node's when both hashes agree (96 bits: two URLs of a billion-node graph agree with
 /// odds below 10⁻¹¹); a graph URL whose 64-bit hash another one holds is found by name.
+///
+/// A pointer row names its link's source by 64-bit hash alone. That source is a node, or
+/// the source of links that carry no flow, which the graph notes without holding it
+/// ([`FlowLink::Source`]); a hash two such URLs share, whether nodes or not, is
+/// `ambiguous`, and a pointer row's source of that hash is found by the name its URL row
+/// holds.
 #[derive(Default)]
 struct NodesByHash {
     by_hash: HashMap<u64, (u32, u32), BuildHasherDefault<Prehashed>>,
     collided: HashMap<String, u32>,
+    /// Sources outside the graph until [`NodesByHash::settle`]: their check hashes.
+    outside: HashMap<u64, u32, BuildHasherDefault<Prehashed>>,
+    ambiguous: HashSet<u64, BuildHasherDefault<Prehashed>>,
 }
 
 impl NodesByHash {
@@ -158,8 +182,27 @@ impl NodesByHash {
         let entry = *self.by_hash.entry(hash).or_insert((v, url_check_hash(url)));
         if entry.0 != v {
             self.collided.insert(url.to_string(), v);
+            self.ambiguous.insert(hash);
         }
         v
+    }
+
+    /// Notes the source of a link that carries no flow, which pointer rows name by `hash`.
+    fn note_outside(&mut self, url: &str, hash: u64) {
+        let check = url_check_hash(url);
+        if *self.outside.entry(hash).or_insert(check) != check {
+            self.ambiguous.insert(hash);
+        }
+    }
+
+    /// Ends the collection: a noted source whose hash a node holds under another URL
+    /// makes that hash ambiguous.
+    fn settle(&mut self) {
+        for (hash, check) in std::mem::take(&mut self.outside) {
+            if self.by_hash.get(&hash).is_some_and(|&(_, c)| c != check) {
+                self.ambiguous.insert(hash);
+            }
+        }
     }
 
     /// The node of `url`, whose hash is `hash`.
@@ -170,15 +213,13 @@ impl NodesByHash {
         }
     }
 
-    /// [`NodesByHash::find`] for a URL known by its two hashes alone (`check`: its
-    /// [`url_check_hash`]); `None` when only its name can tell, as when the graph holds
-    /// URLs whose 64-bit hashes collide.
-    fn find_checked(&self, hash: u64, check: u32) -> Option<Option<usize>> {
-        match self.by_hash.get(&hash) {
-            Some(&(v, c)) if c == check => Some(Some(v as usize)),
-            _ if self.collided.is_empty() => Some(None),
-            _ => None,
+    /// [`NodesByHash::find`] for a link's source known by its 64-bit hash alone: `None`
+    /// when only its name can tell, the hash being ambiguous.
+    fn find_by_hash(&self, hash: u64) -> Option<Option<usize>> {
+        if self.ambiguous.contains(&hash) {
+            return None;
         }
+        Some(self.by_hash.get(&hash).map(|&(v, _)| v as usize))
     }
 }
 
@@ -440,7 +481,7 @@ fn compute_and_publish(
     let end_of = |hash: u64, name: EndName<'_>| {
         let node = match name {
             EndName::Url(url) => g.nodes.find(hash, url),
-            EndName::Check(check) => g.nodes.find_checked(hash, check)?,
+            EndName::Hash => g.nodes.find_by_hash(hash)?,
         };
         Some(node.map_or_else(LinkEnd::default, |v| ends[v]))
     };
@@ -493,16 +534,35 @@ mod tests {
         // A URL outside the graph whose 64-bit hash a node holds is not that node.
         assert_eq!(real.find(url_hash(&urls[0]), "http://d.com/"), None);
 
-        // By the two hashes alone: found where no 64-bit hashes collide, and not settled
+        // By the 64-bit hash alone: found where no two URLs share it, and not settled
         // (the name is asked for) where some do.
-        let check = |url: &str| url_check_hash(url);
         for (v, url) in urls.iter().enumerate() {
-            assert_eq!(real.find_checked(url_hash(url), check(url)), Some(Some(v)));
+            assert_eq!(real.find_by_hash(url_hash(url)), Some(Some(v)));
         }
         let d = "http://d.com/";
-        assert_eq!(real.find_checked(url_hash(d), check(d)), Some(None));
-        assert_eq!(real.find_checked(url_hash(&urls[0]), check(d)), Some(None));
-        assert_eq!(colliding.find_checked(7, check(&urls[0])), Some(Some(0)));
-        assert_eq!(colliding.find_checked(7, check(&urls[1])), None);
+        assert_eq!(
+            real.find_by_hash(url_hash(d)),
+            Some(None),
+            "outside the graph"
+        );
+        assert_eq!(colliding.find_by_hash(7), None);
+
+        // A source outside the graph (noted, not held) whose hash a node holds makes the
+        // hash ambiguous; a noted source that is the node itself does not.
+        let mut noted = interned(&url_hash);
+        noted.note_outside(d, url_hash(&urls[0]));
+        noted.note_outside(&urls[1], url_hash(&urls[1]));
+        noted.settle();
+        assert_eq!(noted.find_by_hash(url_hash(&urls[0])), None);
+        assert_eq!(noted.find_by_hash(url_hash(&urls[1])), Some(Some(1)));
+        assert_eq!(noted.find_by_hash(url_hash(&urls[2])), Some(Some(2)));
+        // Two noted sources of one hash, neither a node.
+        let mut two = interned(&url_hash);
+        two.note_outside("http://e.com/", 9);
+        two.note_outside("http://f.com/", 9);
+        two.note_outside("http://g.com/", 10);
+        two.settle();
+        assert_eq!(two.find_by_hash(9), None);
+        assert_eq!(two.find_by_hash(10), Some(None));
     }
 }

@@ -37,8 +37,8 @@ use crate::small_url::keeps_member_rows;
 use crate::store::{bottom_file_options, has_dictionary};
 use crate::table::{
     row, AnchorKey, BacklinkKey, BuiltKey, Count, CountersKey, DistinctKey, Empty, ExpiryPageKey,
-    LinkKey, LinkRow, PageKey, Pointer, RankedAnchorKey, RankedRefDomainKey, RefDomainKey,
-    TableKey, TimelineKey, UrlRefKey,
+    LinkKey, LinkRow, PageKey, RankedAnchorKey, RankedRefDomainKey, RefDomainKey, TableKey,
+    TimelineKey, UrlRefKey,
 };
 use crate::views::{
     distinct_counters, link_contributions, out_domain_counters, page_out_domains,
@@ -316,17 +316,27 @@ pub trait ReduceOut {
     /// A final row. Each table's final rows come in strictly increasing key order within
     /// a stage, and their files never overlap (see [`ReduceOut::cut`]).
     fn row(&mut self, table: Table, key: &[u8], value: &[u8]);
-    /// A final `backlinks` row: its whole `record`, and the `pointer` value a store keeps
-    /// instead when the row is not its target URL's (`docs/format.md`, "`backlinks`").
-    /// Rows kept for a flow build to re-key need the record; the store takes the pointer.
-    fn backlink(&mut self, key: &[u8], record: &[u8], pointer: Option<&[u8]>) {
-        self.row(Table::Backlinks, key, pointer.unwrap_or(record));
+    /// A final `backlinks` row: its whole `record`, and whether the row is its target
+    /// URL's, the one that keeps the record in a store ([`stored_backlink`]). Rows kept
+    /// for a flow build to re-key need the record; the store takes the pointer.
+    fn backlink(&mut self, key: &[u8], record: &[u8], is_url_row: bool) {
+        self.row(Table::Backlinks, key, stored_backlink(record, is_url_row));
     }
     /// A row that a later stage reduces (counters: the counters' own reduction).
     fn feed(&mut self, table: Table, key: Vec<u8>, value: Vec<u8>);
     /// Later-stage tables' final rows resume past a gap that a later stage fills (an
     /// item reduced stage by stage): their open files must end here.
     fn cut(&mut self);
+}
+
+/// What a store keeps of a `backlinks` row whose record is `record`: the record in the
+/// link's URL row, a pointer in the others (`docs/format.md`, "`backlinks`").
+pub fn stored_backlink(record: &[u8], is_url_row: bool) -> &[u8] {
+    if is_url_row {
+        record
+    } else {
+        &crate::table::POINTER
+    }
 }
 
 /// What the reducer sums across groups.
@@ -526,14 +536,8 @@ impl Reducer {
     /// A backlink row's share of its target item's views: the target contributions of
     /// its record for each level of the target URL the key's item hash stands for (two
     /// levels share one row when their hashes are equal, as with forced collisions).
-    /// Returns the pointer the store keeps in place of the record, unless the row is
-    /// the target URL's.
-    fn backlink_views(
-        &mut self,
-        key: &[u8],
-        record: &[u8],
-        emit: &mut Emit<'_>,
-    ) -> Result<Option<[u8; Pointer::LEN]>> {
+    /// Returns whether the row is the target URL's, which keeps the record.
+    fn backlink_views(&mut self, key: &[u8], record: &[u8], emit: &mut Emit<'_>) -> Result<bool> {
         let key = BacklinkKey::parse(key)?;
         let item_hash = key.item_hash;
         let rec = LinkRecord::decode(record)?;
@@ -544,7 +548,7 @@ impl Reducer {
         for c in self.contributions.drain(..) {
             self.sum.add(c, emit);
         }
-        Ok((!key.is_url_row(&self.hasher)).then(|| Pointer::from_source(&rec.source_url).encode()))
+        Ok(key.is_url_row(&self.hasher))
     }
 
     /// What the reducer sums across groups up to `table`'s group of `key`.
@@ -584,8 +588,8 @@ impl Reducer {
             Table::Backlinks => {
                 // One row per key, as below; its record feeds the target's views.
                 if let Some(v) = values.next_value() {
-                    let pointer = self.backlink_views(key, v, &mut |t, k, v| out.feed(t, k, v))?;
-                    out.backlink(key, v, pointer.as_ref().map(|p| p.as_slice()));
+                    let at_url = self.backlink_views(key, v, &mut |t, k, v| out.feed(t, k, v))?;
+                    out.backlink(key, v, at_url);
                 }
             }
             Table::Links

@@ -19,21 +19,23 @@ use crate::item::{host_of, root_domain, Level};
 use crate::metrics::ItemMetrics;
 use crate::record::{FlowPair, FlowSlots, LinkEnd};
 use crate::store::{prefix_successor, Store, CF_BACKLINKS, CF_META, CF_METRICS, CF_TOP_PAGES};
-use crate::table::{put_row, BacklinkKey, MetricsKey, Pointer, TopPage, TopPageKey};
+use crate::table::{
+    is_pointer, put_row, url_row_missing, BacklinkKey, MetricsKey, TopPage, TopPageKey, POINTER,
+};
 use rocksdb::{WriteBatch, WriteOptions};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::MutexGuard;
 use std::time::Duration;
 
-/// How a re-keyed row names a link end, besides the URL's hash: by its URL, or (the
-/// source of a pointer row) by the URL's check hash ([`crate::url_check_hash`]). The
-/// caller's `end_of` answers `None` only for a check hash that does not settle which
-/// URL it is (its graph holds two URLs of one 64-bit hash); the row's URL is then read.
+/// How a re-keyed row names a link end: by its URL, or (the source of a pointer row) by
+/// the URL's 64-bit hash alone. The caller's `end_of` answers `None` only for a hash that
+/// does not settle which URL it is (its graph, or the sources outside it, hold two URLs
+/// of that hash); the row's URL is then read from its URL row.
 #[derive(Debug, Clone, Copy)]
 pub enum EndName<'a> {
     Url(&'a str),
-    Check(u32),
+    Hash,
 }
 
 /// The column families whose rows are keyed by flow generation.
@@ -472,30 +474,26 @@ impl<E: Fn(u64, EndName<'_>) -> Option<LinkEnd>> Rekey<'_, E> {
     fn rekey(&mut self, k: &[u8], v: &[u8]) -> Result<()> {
         let key = BacklinkKey::parse(k)?;
         let (source_hash, target_hash) = crate::keys::link_hashes(&key.link);
-        let (source_trust_flow, value) = match Pointer::of_value(v)? {
-            Some(pointer) => {
-                let checked = (self.end_of)(source_hash, EndName::Check(pointer.source_check));
-                let source = match checked {
-                    Some(end) => end,
-                    None => {
-                        let url = self.source_of_pointer(&key)?;
-                        (self.end_of)(source_hash, EndName::Url(&url)).unwrap_or_default()
-                    }
-                };
-                (source.flow.trust_flow, v.to_vec())
-            }
-            None => {
-                let slots = FlowSlots::find(v)?;
-                let end = |hash, url| (self.end_of)(hash, EndName::Url(url)).unwrap_or_default();
-                let source = end(source_hash, slots.source_url);
-                let value = if key.is_url_row(&self.store.hasher) {
-                    let target = end(target_hash, slots.target_url);
-                    slots.rewrite(v, &source, &target)
-                } else {
-                    Pointer::from_source(slots.source_url).encode().to_vec()
-                };
-                (source.flow.trust_flow, value)
-            }
+        let (source_trust_flow, value) = if is_pointer(v)? {
+            let source = match (self.end_of)(source_hash, EndName::Hash) {
+                Some(end) => end,
+                None => {
+                    let url = self.source_of_pointer(&key)?;
+                    (self.end_of)(source_hash, EndName::Url(&url)).unwrap_or_default()
+                }
+            };
+            (source.flow.trust_flow, v.to_vec())
+        } else {
+            let slots = FlowSlots::find(v)?;
+            let end = |hash, url| (self.end_of)(hash, EndName::Url(url)).unwrap_or_default();
+            let source = end(source_hash, slots.source_url);
+            let value = if key.is_url_row(&self.store.hasher) {
+                let target = end(target_hash, slots.target_url);
+                slots.rewrite(v, &source, &target)
+            } else {
+                POINTER.to_vec()
+            };
+            (source.flow.trust_flow, value)
         };
         let key = BacklinkKey {
             generation: self.next,
@@ -518,7 +516,7 @@ impl<E: Fn(u64, EndName<'_>) -> Option<LinkEnd>> Rekey<'_, E> {
         let at_url = key.url_row(&s.hasher).bytes();
         let record =
             s.db.get_pinned_cf(s.cf(CF_BACKLINKS), at_url)?
-                .ok_or_else(Pointer::url_row_missing)?;
+                .ok_or_else(url_row_missing)?;
         Ok(FlowSlots::find(&record)?.source_url.to_string())
     }
 
@@ -608,9 +606,9 @@ mod tests {
         flowed_naming(buffer, threads, true)
     }
 
-    /// [`flowed`], with pointer rows' sources found by their check hashes when
-    /// `by_check`, else by the URL read from their URL rows.
-    fn flowed_naming(buffer: usize, threads: usize, by_check: bool) -> Vec<(Vec<u8>, Vec<u8>)> {
+    /// [`flowed`], with pointer rows' sources found by their hashes when `by_hash`, else
+    /// by the URL read from their URL rows.
+    fn flowed_naming(buffer: usize, threads: usize, by_hash: bool) -> Vec<(Vec<u8>, Vec<u8>)> {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
         let mut w = store.writer();
@@ -638,8 +636,8 @@ mod tests {
                 EndName::Url(url) => {
                     assert_eq!(url_hash, crate::keys::url_hash(url), "the URL's own hash")
                 }
-                EndName::Check(_) if !by_check => return None,
-                EndName::Check(_) => {}
+                EndName::Hash if !by_hash => return None,
+                EndName::Hash => {}
             }
             let tf = (url_hash % 100) as u8;
             let flow = FlowPair {
@@ -685,14 +683,17 @@ mod tests {
         assert_eq!(in_files, flowed(4096, 1));
     }
 
-    /// A pointer row whose source its hashes do not settle is re-keyed by the source URL
+    /// A pointer row whose source its hash does not settle is re-keyed by the source URL
     /// its URL row holds, to the same row.
     #[test]
-    fn pointer_rows_are_re_keyed_alike_by_check_hash_and_by_url() {
-        let by_check = flowed(ITEM_BUFFER_BYTES, 1);
-        assert_eq!(by_check, flowed_naming(ITEM_BUFFER_BYTES, 1, false));
-        let pointers = by_check.iter().filter(|(_, v)| v[0] == 0xB1).count();
-        assert_eq!(pointers, 600, "the host's and the domain's rows");
+    fn pointer_rows_are_re_keyed_alike_by_hash_and_by_url() {
+        let by_hash = flowed(ITEM_BUFFER_BYTES, 1);
+        assert_eq!(by_hash, flowed_naming(ITEM_BUFFER_BYTES, 1, false));
+        let pointers = by_hash.iter().filter(|(_, v)| v == &POINTER).count();
+        assert_eq!(
+            pointers, 600,
+            "the host's and the domain's rows, one byte each"
+        );
     }
 
     /// Threads re-key ranges of item hashes; the ranges cover every hash once.

@@ -79,8 +79,8 @@ pub fn url_hash(url: &str) -> u64 {
 }
 
 /// A second, independent 32-bit hash of a URL (xxh3 with another seed): with
-/// [`url_hash`], 96 bits that name a URL without its text (a pointer row's source, a
-/// flow graph's nodes).
+/// [`url_hash`], 96 bits that name a URL without its text (a flow graph's nodes, and the
+/// link sources it notes outside the graph).
 pub fn url_check_hash(url: &str) -> u32 {
     xxhash_rust::xxh3::xxh3_64_with_seed(url.as_bytes(), 0x5eed) as u32
 }

@@ -41,8 +41,8 @@ pub use read_view::{
     BacklinkPage, BacklinkQuery, ReadView, TimelinePoint, TopPage, MAX_BACKLINK_COUNT,
 };
 pub use record::{
-    flags, flow_edge, FlowPair, LinkEnd, LinkKind, LinkRecord, LostReason, SourceOutlinks,
-    SOURCE_TOPICS, TARGET_TOPICS,
+    flags, flow_link, FlowLink, FlowPair, LinkEnd, LinkKind, LinkRecord, LostReason,
+    SourceOutlinks, SOURCE_TOPICS, TARGET_TOPICS,
 };
 pub use ref_domain_query::{
     RefDomainMatch, RefDomainOrder, RefDomainPage, RefDomainQuery, MAX_ANALYSIS_DEPTH,
@@ -52,7 +52,7 @@ pub use small_url::URL_ROWS_ABOVE;
 pub use store::{
     sibling_path, Store, StoreMemory, StoreOptions, StoreStamp, ALL_CFS, FORMAT_VERSION,
 };
-pub use table::links_value_edge;
+pub use table::{links_value_edge, BACKLINK_POINTER};
 pub use table_disk::TableDisk;
 pub use topic::{is_topic, TAXONOMY};
 pub use writer::{ApplyStats, ExpireStats, Writer};

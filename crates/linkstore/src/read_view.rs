@@ -6,13 +6,13 @@ use crate::item::{host_of, root_domain, Item, Level};
 use crate::keys::{generation_item_prefix, member_of_key, top_page_flow, DistinctKind, ItemHasher};
 use crate::metrics::ItemMetrics;
 use crate::page::PageState;
-use crate::record::{FlowPair, LinkRecord};
+use crate::record::{FlowLink, FlowPair, LinkRecord};
 use crate::store::{
     cf_handle, prefix_successor, CF_BACKLINKS, CF_DISTINCT, CF_LINKS, CF_TIMELINE, CF_TOP_PAGES,
 };
 use crate::table::{
-    internal_record, AnchorKey, BacklinkKey, CountersKey, MetricsKey, PageKey, Pointer,
-    RefDomainKey, TableKey,
+    internal_record, is_pointer, url_row_missing, AnchorKey, BacklinkKey, CountersKey, MetricsKey,
+    PageKey, RefDomainKey, TableKey,
 };
 use crate::views::member_rows;
 use rocksdb::{ColumnFamily, Direction, IteratorMode, ReadOptions, DB};
@@ -470,18 +470,18 @@ impl ReadView {
             if !key.starts_with(&lower) {
                 break;
             }
-            match Pointer::of_value(value)? {
-                None if held.is_empty() => {
+            match is_pointer(value)? {
+                false if held.is_empty() => {
                     let rec = LinkRecord::decode(value)?;
                     if item.contains_url(&rec.target_url) && !visit(rec) {
                         return Ok(());
                     }
                 }
-                None => held.push(ScannedRow::Record(LinkRecord::decode(value)?)),
+                false => held.push(ScannedRow::Record(LinkRecord::decode(value)?)),
                 // A URL's own rows hold their records: a pointer under its hash is a
                 // colliding host's or root domain's.
-                Some(_) if item.level == Level::Url => {}
-                Some(_) => {
+                true if item.level == Level::Url => {}
+                true => {
                     let at_url = BacklinkKey::parse(key)?.url_row(&self.hasher).bytes();
                     held.push(ScannedRow::AtUrl(at_url));
                 }
@@ -524,7 +524,7 @@ impl ReadView {
                 ScannedRow::Record(rec) => rec,
                 ScannedRow::AtUrl(_) => match records.next().transpose()?.flatten() {
                     Some(value) => LinkRecord::decode(&value)?,
-                    None => return Err(Pointer::url_row_missing()),
+                    None => return Err(url_row_missing()),
                 },
             };
             if item.contains_url(&rec.target_url) && !visit(rec) {
@@ -849,14 +849,11 @@ impl ReadView {
         })
     }
 
-    /// Visits the source and target URL of every link that carries flow
-    /// ([`flow_edge`](crate::flow_edge)), without decoding the rest of its record: a
-    /// flow build's graph.
-    pub fn scan_flow_edges(&self, mut visit: impl FnMut(&str, &str)) -> Result<()> {
+    /// Visits what a flow build's graph takes from every link ([`FlowLink`]), without
+    /// decoding the rest of its record.
+    pub fn scan_flow_links(&self, mut visit: impl FnMut(FlowLink<'_>)) -> Result<()> {
         self.scan_link_records(&mut |record| {
-            if let Some((source, target)) = crate::record::flow_edge(record)? {
-                visit(source, target);
-            }
+            visit(crate::record::flow_link(record)?);
             Ok(())
         })
     }
@@ -870,9 +867,10 @@ impl ReadView {
             None => Ok(()),
         })?;
         self.scan_cf_prefix(CF_BACKLINKS, &[self.generation], &mut |_, value| {
-            match Pointer::of_value(value)? {
-                Some(_) => Ok(()),
-                None => visit(value),
+            if is_pointer(value)? {
+                Ok(())
+            } else {
+                visit(value)
             }
         })
     }
@@ -920,10 +918,9 @@ mod tests {
             source_trust_flow: 0,
             link: link_key(source, target),
         };
-        let pointer = Pointer::from_source(source);
         store
             .db
-            .put_cf(store.cf(CF_BACKLINKS), key.bytes(), pointer.encode())
+            .put_cf(store.cf(CF_BACKLINKS), key.bytes(), crate::table::POINTER)
             .unwrap();
         let err = store
             .read()

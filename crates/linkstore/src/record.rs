@@ -194,12 +194,32 @@ impl LinkEnd {
     }
 }
 
-/// The source and target URLs of an encoded link record whose link carries flow: live
-/// and followed (`docs/flow.md`, the graph); `None` for any other link.
-pub fn flow_edge(record: &[u8]) -> Result<Option<(&str, &str)>> {
+/// What a flow build's graph takes from a link (`docs/flow.md`, the graph).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlowLink<'a> {
+    /// A link that carries flow (live and followed): an edge of the graph.
+    Edge { source: &'a str, target: &'a str },
+    /// An external link that carries none: its source alone, which the link's pointer
+    /// rows name by hash. The graph may not hold it, and a flow build finds it by hash
+    /// only where no other URL it knows has that hash.
+    Source(&'a str),
+    /// An internal link that carries none (it has no pointer rows).
+    Nothing,
+}
+
+/// [`FlowLink`] of an encoded link record.
+pub fn flow_link(record: &[u8]) -> Result<FlowLink<'_>> {
     let slots = FlowSlots::find(record)?;
-    let carries_flow = slots.flags & (flags::DELETED | flags::NOFOLLOW) == 0;
-    Ok(carries_flow.then_some((slots.source_url, slots.target_url)))
+    Ok(if slots.flags & (flags::DELETED | flags::NOFOLLOW) == 0 {
+        FlowLink::Edge {
+            source: slots.source_url,
+            target: slots.target_url,
+        }
+    } else if slots.flags & flags::INTERNAL == 0 {
+        FlowLink::Source(slots.source_url)
+    } else {
+        FlowLink::Nothing
+    })
 }
 
 /// Where an encoded record keeps what a flow build rewrites (both ends' flows and

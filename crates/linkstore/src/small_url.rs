@@ -16,7 +16,7 @@ use crate::build::Table;
 use crate::item::{Item, Level};
 use crate::keys::{level_of_item_key, ItemHasher};
 use crate::record::LinkRecord;
-use crate::table::{CountersKey, Pointer, TableKey};
+use crate::table::{is_pointer, CountersKey, TableKey};
 use crate::views::{target_contributions, Contribution};
 
 /// URLs with at most this many backlinks (deleted ones included) keep no rows in
@@ -97,7 +97,7 @@ pub(crate) fn url_backlinks(
         if !key.starts_with(prefix) {
             break;
         }
-        if Pointer::of_value(value)?.is_none() {
+        if !is_pointer(value)? {
             let rec = LinkRecord::decode(value)?;
             if rec.target_url == url {
                 visit(key, rec);

@@ -226,13 +226,16 @@ pub(crate) fn internal_record(value: &[u8]) -> Option<&[u8]> {
     }
 }
 
-/// The flow edge of a stored `links` value: [`flow_edge`](crate::flow_edge) of an
-/// internal link's record, `None` for an external link, whose edge comes with its
-/// `backlinks` URL row.
+/// The flow edge of a stored `links` value, if the value is an internal link's record
+/// and the link carries flow ([`crate::flow_link`]); `None` for an external link, whose
+/// record comes with its `backlinks` URL row.
 pub fn links_value_edge(value: &[u8]) -> Result<Option<(&str, &str)>> {
-    match internal_record(value) {
-        Some(record) => crate::record::flow_edge(record),
-        None => Ok(None),
+    match internal_record(value)
+        .map(crate::record::flow_link)
+        .transpose()?
+    {
+        Some(crate::FlowLink::Edge { source, target }) => Ok(Some((source, target))),
+        _ => Ok(None),
     }
 }
 
@@ -407,72 +410,43 @@ impl BacklinkKey {
         self.url_row(hasher) == *self
     }
 
-    /// What this row holds for a link whose record is `record` and pointer `pointer`:
-    /// the record in its URL row, the pointer in the others.
-    pub(crate) fn row(
-        &self,
-        hasher: &keys::ItemHasher,
-        pointer: Pointer,
-        record: EncodedRecord,
-    ) -> BacklinkRow {
+    /// What this row holds for a link whose record is `record`: the record in its URL
+    /// row, a pointer in the others.
+    pub(crate) fn row(&self, hasher: &keys::ItemHasher, record: EncodedRecord) -> BacklinkRow {
         if self.is_url_row(hasher) {
             BacklinkRow::Record(record)
         } else {
-            BacklinkRow::AtUrl(pointer)
+            BacklinkRow::Pointer
         }
     }
 }
 built_key!(BacklinkKey, Table::Backlinks, BacklinkRow);
 
-/// First byte of a pointer row's value; a record's is its version, a small number.
+/// A pointer row's whole value; a record's first byte is its version, a small number.
 pub const BACKLINK_POINTER: u8 = 0xB1;
 
-/// What the host and root-domain rows of a link hold in place of its record. The URL
-/// row it stands for is named by the row's own key ([`BacklinkKey::url_row`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Pointer {
-    /// [`keys::url_check_hash`] of the source URL: with the link's source hash, what a
-    /// flow build finds the source by when it re-keys the row, without reading the URL.
-    pub source_check: u32,
+/// What the host and root-domain rows of a link hold in place of its record: the byte
+/// [`BACKLINK_POINTER`] alone. The URL row it stands for is named by the row's own key
+/// ([`BacklinkKey::url_row`]); a flow build finds the link's source by the key's source
+/// hash (format 14: format 13 added a 32-bit hash of the source URL, which the flow
+/// build now keeps in memory instead, `docs/format.md`).
+pub(crate) const POINTER: [u8; 1] = [BACKLINK_POINTER];
+
+/// Whether a stored `backlinks` value is a pointer (else it is a record).
+pub(crate) fn is_pointer(value: &[u8]) -> Result<bool> {
+    match value {
+        [BACKLINK_POINTER] => Ok(true),
+        [BACKLINK_POINTER, ..] => Err(Error::corrupt(
+            CF_BACKLINKS,
+            "a pointer row holds more than its marker byte",
+        )),
+        _ => Ok(false),
+    }
 }
 
-impl Pointer {
-    /// Bytes of a stored pointer.
-    pub(crate) const LEN: usize = 5;
-
-    /// The pointer of a link from `source`.
-    pub(crate) fn from_source(source: &str) -> Pointer {
-        Pointer {
-            source_check: keys::url_check_hash(source),
-        }
-    }
-
-    /// `BACKLINK_POINTER | source_check u32be`.
-    pub(crate) fn encode(&self) -> [u8; Pointer::LEN] {
-        let mut v = [BACKLINK_POINTER; Pointer::LEN];
-        v[1..].copy_from_slice(&self.source_check.to_be_bytes());
-        v
-    }
-
-    /// The pointer a stored `backlinks` value holds, or `None` when it is a record.
-    pub(crate) fn of_value(value: &[u8]) -> Result<Option<Pointer>> {
-        match value {
-            [BACKLINK_POINTER, rest @ ..] => {
-                let check: [u8; 4] = rest
-                    .try_into()
-                    .map_err(|_| Error::corrupt(CF_BACKLINKS, "pointer row is not 5 bytes"))?;
-                Ok(Some(Pointer {
-                    source_check: u32::from_be_bytes(check),
-                }))
-            }
-            _ => Ok(None),
-        }
-    }
-
-    /// What reading the URL row of a pointer row finds when that row is absent.
-    pub(crate) fn url_row_missing() -> Error {
-        Error::corrupt(CF_BACKLINKS, "a pointer row's URL row is missing")
-    }
+/// What reading the URL row of a pointer row finds when that row is absent.
+pub(crate) fn url_row_missing() -> Error {
+    Error::corrupt(CF_BACKLINKS, "a pointer row's URL row is missing")
 }
 
 /// What a `backlinks` row holds. The row under the link's target URL holds its whole
@@ -482,21 +456,22 @@ impl Pointer {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum BacklinkRow {
     Record(EncodedRecord),
-    AtUrl(Pointer),
+    Pointer,
 }
 
 impl BacklinkRow {
     pub(crate) fn encode(&self) -> Vec<u8> {
         match self {
             BacklinkRow::Record(record) => record.encode(),
-            BacklinkRow::AtUrl(pointer) => pointer.encode().to_vec(),
+            BacklinkRow::Pointer => POINTER.to_vec(),
         }
     }
 
     pub(crate) fn decode(bytes: &[u8]) -> Result<BacklinkRow> {
-        Ok(match Pointer::of_value(bytes)? {
-            Some(pointer) => BacklinkRow::AtUrl(pointer),
-            None => BacklinkRow::Record(EncodedRecord(bytes.to_vec())),
+        Ok(if is_pointer(bytes)? {
+            BacklinkRow::Pointer
+        } else {
+            BacklinkRow::Record(EncodedRecord(bytes.to_vec()))
         })
     }
 }
@@ -799,6 +774,29 @@ mod tests {
     use super::*;
     use crate::keys::{link_key, ItemHasher};
     use crate::Item;
+
+    /// A pointer row is its marker byte alone; a record is not a pointer, and a marker
+    /// followed by more bytes (a format-13 pointer, or damage) is refused as corruption
+    /// of `backlinks`.
+    #[test]
+    fn a_pointer_row_is_one_byte_and_a_longer_one_is_refused() {
+        assert_eq!(BacklinkRow::Pointer.encode(), POINTER);
+        assert_eq!(BacklinkRow::decode(&POINTER).unwrap(), BacklinkRow::Pointer);
+        let record = EncodedRecord::of(&LinkRecord {
+            source_url: "http://a.com/".into(),
+            target_url: "http://b.com/".into(),
+            ..Default::default()
+        });
+        assert!(!is_pointer(&record.encode()).unwrap());
+        assert_eq!(
+            BacklinkRow::decode(&record.encode()).unwrap(),
+            BacklinkRow::Record(record)
+        );
+        let err = is_pointer(&[BACKLINK_POINTER, 0, 0, 0, 1])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("backlinks"), "{err}");
+    }
 
     /// An external link's summary reads back as written, an internal link's row is its
     /// record, and a damaged summary is refused as corruption of `links`.

@@ -10,7 +10,7 @@ use crate::aggregate::{accumulate, AnchorText, Counters, RefDomain, TimelineDelt
 use crate::item::{host_of, root_domain, Item, Level};
 use crate::keys::{level_of_item_key, link_key, DistinctKind, ItemHasher};
 use crate::record::{LinkKind, LinkRecord};
-use crate::table::{BacklinkKey, EncodedRecord, ExpiryLinkKey, Pointer};
+use crate::table::{BacklinkKey, EncodedRecord, ExpiryLinkKey};
 use std::net::IpAddr;
 
 /// A change to one row of one view, caused by adding (`sign` = 1) or removing (`sign` =
@@ -48,11 +48,10 @@ pub(crate) enum Contribution {
         delta: TimelineDelta,
     },
     /// A backlink row: written on additions, deleted on removals. Carries the whole
-    /// record at every level; a store keeps it only in the target URL's row, and
-    /// `pointer` in the others ([`crate::table::BacklinkRow`]).
+    /// record at every level; a store keeps it only in the target URL's row, and a
+    /// pointer in the others ([`crate::table::BacklinkRow`]).
     Backlink {
         key: BacklinkKey,
-        pointer: Pointer,
         record: Option<EncodedRecord>,
     },
     /// A deleted link's `expiry` row (the day it leaves the fresh window): written on
@@ -158,7 +157,6 @@ pub(crate) fn link_contributions(
     });
     let link = link_key(&rec.source_url, &rec.target_url);
     let encoded = (sign > 0).then(|| EncodedRecord::of(rec));
-    let pointer = Pointer::from_source(&rec.source_url);
     for item in Item::levels_of_url(&rec.target_url) {
         out.push(Contribution::Backlink {
             key: BacklinkKey {
@@ -167,7 +165,6 @@ pub(crate) fn link_contributions(
                 source_trust_flow: rec.source_flow.trust_flow,
                 link,
             },
-            pointer,
             record: encoded.clone(),
         });
     }

@@ -31,7 +31,7 @@ use crate::store::*;
 use crate::table::{
     item_key_len, AnchorKey, BacklinkKey, BacklinkRow, BuiltKey, Count, CountersKey, DistinctKey,
     Empty, EncodedRecord, ExpiryLinkKey, ExpiryPageKey, LinkKey, LinkRow, MergedKey, PageKey,
-    Pointer, RankedAnchorKey, RankedRefDomainKey, RefDomainKey, TableKey, TimelineKey, UrlRefKey,
+    RankedAnchorKey, RankedRefDomainKey, RefDomainKey, TableKey, TimelineKey, UrlRefKey,
 };
 use crate::views::{
     contributions, distinct_counters, domain_of_url, out_domain_counters, page_out_domains,
@@ -469,7 +469,6 @@ impl<'a> Writer<'a> {
         let index_key = self.store.hasher.item_key(&Item::index());
         self.add_counters(index_key, &delta);
         let source_domain = domain_of_url(&rec.source_url);
-        let pointer = Pointer::from_source(&rec.source_url);
         // In line with other contributions: a backlink row's writes keep their order.
         for item in Item::levels_of_url(&rec.target_url) {
             let key = BacklinkKey {
@@ -482,7 +481,6 @@ impl<'a> Writer<'a> {
             if key.is_url_row(&self.store.hasher) {
                 self.pending.push(Contribution::Backlink {
                     key,
-                    pointer,
                     record: Some(encoded.clone()),
                 });
             }
@@ -701,13 +699,9 @@ impl<'a> Writer<'a> {
                 day,
                 delta,
             } => self.add_timeline(&item_key, day, delta),
-            Contribution::Backlink {
-                key,
-                pointer,
-                record,
-            } => match record {
+            Contribution::Backlink { key, record } => match record {
                 Some(record) => {
-                    let row = key.row(&self.store.hasher, pointer, record);
+                    let row = key.row(&self.store.hasher, record);
                     self.batch.put(&key, &row)
                 }
                 None => self.batch.delete(&key),
@@ -1750,7 +1744,7 @@ fn anchor_text_key(item_key: &[u8], domain: &str, text: &str) -> Vec<u8> {
 fn url_row_record(value: Option<&[u8]>) -> Result<LinkRecord> {
     match BacklinkRow::decode(value.ok_or_else(LinkRow::record_missing)?)? {
         BacklinkRow::Record(record) => record.decode(),
-        BacklinkRow::AtUrl(_) => Err(LinkRow::record_missing()),
+        BacklinkRow::Pointer => Err(LinkRow::record_missing()),
     }
 }
 

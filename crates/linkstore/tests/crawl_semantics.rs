@@ -473,7 +473,7 @@ fn a_record_is_kept_once_among_its_backlink_rows_and_read_at_every_level() {
         store
             .read()
             .scan_table(linkstore::build::Table::Backlinks, |_, v| {
-                if v.len() == 5 && v[0] == 0xB1 {
+                if v == [linkstore::BACKLINK_POINTER] {
                     pointers += 1;
                 } else {
                     records += 1;

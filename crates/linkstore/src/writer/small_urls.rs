@@ -239,7 +239,7 @@ impl BatchRows {
                 let (_, key, op) = &batch.ops[i];
                 match op {
                     Op::Put(value) => {
-                        if crate::table::Pointer::of_value(value)?.is_none() {
+                        if !crate::table::is_pointer(value)? {
                             let rec = LinkRecord::decode(value)?;
                             if rec.target_url == url {
                                 records.insert(key.clone(), rec);
