@@ -363,6 +363,16 @@ impl FlowUpdate<'_> {
         for cf in GENERATION_CFS {
             s.clear_other_generations(cf, next, !served)?;
         }
+        // The metrics and top pages came through memtables into level-0 files (LZ4, with
+        // Bloom filters): compacted, they reach the bottom level in ZSTD with dictionaries,
+        // as the backlink files and every bulk-built file do, and the old generation's
+        // range deletions go.
+        // A compaction would move a lone level-0 file down as it is: rewrite it.
+        let mut rewrite = rocksdb::CompactOptions::default();
+        rewrite.set_bottommost_level_compaction(rocksdb::BottommostLevelCompaction::Force);
+        for cf in [CF_METRICS, CF_TOP_PAGES] {
+            s.db.compact_range_cf_opt(s.cf(cf), None::<&[u8]>, None::<&[u8]>, &rewrite);
+        }
         let report = FlowUpdateReport {
             generation: next,
             metrics_rows: self.metrics_rows,
