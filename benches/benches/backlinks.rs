@@ -3,7 +3,9 @@
 //! hot target's backlink count (default 1,000,000).
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use linkbase_benches::{hot_store, small_url, HOT_URL, SMALL_URL_BACKLINKS};
+use linkbase_benches::{
+    hot_store, small_url, unranked_url, HOT_URL, SMALL_URL_BACKLINKS, UNRANKED_ROWS,
+};
 use linkstore::{host_of, root_domain, BacklinkQuery, Item};
 use std::hint::black_box;
 
@@ -79,6 +81,17 @@ fn backlinks(c: &mut Criterion) {
     });
     g.bench_function("anchors_top100_small_url", |b| {
         b.iter(|| black_box(store.read().anchors(&small, 0, 100).unwrap()))
+    });
+    // The largest item without ranked copies: all its rows read and sorted.
+    let unranked = Item::parse(&unranked_url(0)).unwrap();
+    let counters = store.read().counters(&unranked).unwrap().unwrap();
+    assert_eq!(counters.ref_domains as usize, UNRANKED_ROWS);
+    assert_eq!(counters.anchor_texts as usize, UNRANKED_ROWS);
+    g.bench_function("ref_domains_top100_unranked", |b| {
+        b.iter(|| black_box(store.read().ref_domains(&unranked, 0, 100).unwrap()))
+    });
+    g.bench_function("anchors_top100_unranked", |b| {
+        b.iter(|| black_box(store.read().anchors(&unranked, 0, 100).unwrap()))
     });
     let items: Vec<Item> = (0..100)
         .map(|i| Item::parse(&format!("http://cold{i}.net/")).unwrap())

@@ -14,10 +14,6 @@ pub fn bench_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/bench-data"))
 }
 
-/// A store in which `HOT_URL` has `links` backlinks from `links / 20` source domains
-/// (20 pages each), every source also linking to one of 1,000 cold targets. 10% of the
-/// hot links are later deleted. Built on first use, then reused while the storage format
-/// stays the same (the format is in its directory's name).
 /// Backlinks of each of the hot store's `small` URLs: as many as a URL may have and keep
 /// no member rows (`linkstore::URL_ROWS_ABOVE`), so its views are worked out from them.
 pub const SMALL_URL_BACKLINKS: usize = 64;
@@ -26,6 +22,22 @@ pub const SMALL_URL_BACKLINKS: usize = 64;
 pub fn small_url(n: usize) -> String {
     format!("http://small{n}.net/")
 }
+
+/// Backlinks, referring domains and anchor texts of each of the hot store's `unranked`
+/// URLs: as many rows as an item may have and keep no ranked copies
+/// (`linkstore::RANKED_COPIES_ABOVE`), so a read sorts them all.
+pub const UNRANKED_ROWS: usize = linkstore::RANKED_COPIES_ABOVE as usize;
+
+/// The `n`th of the hot store's URLs with [`UNRANKED_ROWS`] backlinks.
+pub fn unranked_url(n: usize) -> String {
+    format!("http://unranked{n}.net/")
+}
+
+/// A store in which `HOT_URL` has `links` backlinks from `links / 20` source domains
+/// (20 pages each), every source also linking to one of 1,000 cold targets, a small URL
+/// and an unranked one. 10% of the hot links are later deleted. Built on first use, then
+/// reused while the storage format stays the same (the format is in its directory's
+/// name).
 
 pub fn hot_store(links: usize) -> Store {
     let path = bench_dir().join(format!("hot-{links}-format{FORMAT_VERSION}"));
@@ -55,6 +67,13 @@ pub fn hot_store(links: usize) -> Store {
                 OutLink {
                     target: small_url(i % (links / SMALL_URL_BACKLINKS).max(1)),
                     anchor_text: format!("small {}", i % 7),
+                    ..Default::default()
+                },
+                // Each `unranked` URL gets `UNRANKED_ROWS`, from as many domains, each
+                // with its own text.
+                OutLink {
+                    target: unranked_url(i % (links / UNRANKED_ROWS).max(1)),
+                    anchor_text: format!("unranked {}", i / (links / UNRANKED_ROWS).max(1)),
                     ..Default::default()
                 },
             ];

@@ -25,7 +25,7 @@ struct Published {
 }
 
 /// Version of the key layout and column-family set, stored under `meta/format`.
-pub const FORMAT_VERSION: u8 = 14;
+pub const FORMAT_VERSION: u8 = 15;
 
 pub(crate) const CF_META: &str = "meta";
 pub(crate) const CF_LINKS: &str = "links";
