@@ -82,8 +82,10 @@ fn backlinks(c: &mut Criterion) {
     g.bench_function("anchors_top100_small_url", |b| {
         b.iter(|| black_box(store.read().anchors(&small, 0, 100).unwrap()))
     });
-    // The largest item without ranked copies: all its rows read and sorted.
-    let unranked = Item::parse(&unranked_url(0)).unwrap();
+    // The largest item without ranked copies: all its rows read and sorted. The last
+    // unranked URL has exactly `UNRANKED_ROWS` rows (the first ones get one link more
+    // when `links` is not a multiple of it).
+    let unranked = Item::parse(&unranked_url(links / UNRANKED_ROWS - 1)).unwrap();
     let counters = store.read().counters(&unranked).unwrap().unwrap();
     assert_eq!(counters.ref_domains as usize, UNRANKED_ROWS);
     assert_eq!(counters.anchor_texts as usize, UNRANKED_ROWS);

@@ -28,7 +28,8 @@ pub fn small_url(n: usize) -> String {
 /// (`linkstore::RANKED_COPIES_ABOVE`), so a read sorts them all.
 pub const UNRANKED_ROWS: usize = linkstore::RANKED_COPIES_ABOVE as usize;
 
-/// The `n`th of the hot store's URLs with [`UNRANKED_ROWS`] backlinks.
+/// The `n`th of the hot store's URLs with [`UNRANKED_ROWS`] backlinks (one more for the
+/// first `links % UNRANKED_ROWS` of them).
 pub fn unranked_url(n: usize) -> String {
     format!("http://unranked{n}.net/")
 }
