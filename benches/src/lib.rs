@@ -39,7 +39,6 @@ pub fn unranked_url(n: usize) -> String {
 /// and an unranked one. 10% of the hot links are later deleted. Built on first use, then
 /// reused while the storage format stays the same (the format is in its directory's
 /// name).
-
 pub fn hot_store(links: usize) -> Store {
     let path = bench_dir().join(format!("hot-{links}-format{FORMAT_VERSION}"));
     let done = path.join("BUILT");
