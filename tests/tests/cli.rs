@@ -391,6 +391,58 @@ fn the_demo_fills_both_indexes_and_serves_them() {
     assert!(f["ExtBackLinks"].as_i64() <= h["ExtBackLinks"].as_i64());
 }
 
+/// A store as an earlier build left it: `meta/format` of another version.
+fn older_store(path: &Path) {
+    let mut opts = rocksdb::Options::default();
+    opts.create_if_missing(true);
+    opts.create_missing_column_families(true);
+    let db = rocksdb::DB::open_cf(&opts, path, ["meta"]).unwrap();
+    let meta = db.cf_handle("meta").unwrap();
+    db.put_cf(meta, b"format", [linkstore::FORMAT_VERSION - 1, 64])
+        .unwrap();
+}
+
+/// The demo's indexes and the sandbox hold only what they generate: ones an earlier
+/// build wrote in another storage format are built again, not refused.
+#[test]
+fn the_demo_rebuilds_its_indexes_and_the_sandbox_from_another_storage_format() {
+    let dir = tempfile::tempdir().unwrap();
+    older_store(&dir.path().join("data/historic"));
+    older_store(&dir.path().join("data/sandbox/historic"));
+    let srv = linkbase_tests::Server::spawn(&[
+        "demo",
+        "--dir",
+        dir.path().to_str().unwrap(),
+        "--pages",
+        "1500",
+        "--listen",
+        "127.0.0.1:0",
+    ]);
+    let out = srv.wait_for_output("API key: ");
+    assert!(out.contains("rebuilt in format"), "{out}");
+    let key = out
+        .split("API key: ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap()
+        .to_string();
+    let hot = webgen::Web::new(webgen::WebSpec::demo(1500)).hot_url();
+    for path in ["/api/json", "/sandbox/api/json"] {
+        let r = srv.get(
+            path,
+            &[
+                ("app_api_key", &key),
+                ("cmd", "GetIndexItemInfo"),
+                ("items", "1"),
+                ("item0", &hot),
+            ],
+        );
+        assert_eq!(r["Code"], "OK", "{path}: {r}");
+        let row = &r["DataTables"]["Results"]["Data"][0];
+        assert!(row["ExtBackLinks"].as_i64().unwrap() > 0, "{path}: {row}");
+    }
+}
+
 #[test]
 fn serve_reads_every_setting_from_a_config_file_and_flags_win() {
     let dir = tempfile::tempdir().unwrap();

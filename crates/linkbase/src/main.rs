@@ -510,12 +510,34 @@ fn demo_key(data: &Path) -> Result<String> {
     Ok(store.create_key(account.id, &[])?.1)
 }
 
+/// The storage format `index` of `dir` was written in, when it is not this build's
+/// (which refuses it); `None` for an index of this format or none at all.
+fn other_format(dir: &DataDir, index: IndexKind) -> Result<Option<u8>> {
+    match indexes::is_empty_index(dir, index) {
+        Err(indexes::Error::Store {
+            source: linkstore::Error::Version { found, .. },
+            ..
+        }) => Ok(Some(found)),
+        other => Ok(other.map(|_| None)?),
+    }
+}
+
 /// The sandbox database: a small generated web with flows, built once beside the data
-/// (into a temporary directory renamed into place, so a killed build leaves none).
+/// (into a temporary directory renamed into place, so a killed build leaves none), and
+/// built again when an earlier build wrote it in another storage format.
 fn ensure_sandbox(data: &Path) -> Result<DataDir> {
     let sandbox = DataDir::new(data).sandbox();
     if sandbox.root().exists() {
-        return Ok(sandbox);
+        let mut found = None;
+        for index in [IndexKind::Historic, IndexKind::Fresh] {
+            found = found.or(other_format(&sandbox, index)?);
+        }
+        let Some(found) = found else {
+            return Ok(sandbox);
+        };
+        tracing::info!(dir = %sandbox.root().display(), format = found, "rebuilding the sandbox database in this build's storage format");
+        std::fs::remove_dir_all(sandbox.root())
+            .with_context(|| format!("removing {}", sandbox.root().display()))?;
     }
     let building = data.join("sandbox.building");
     if building.exists() {
@@ -1258,6 +1280,18 @@ fn demo(dir: &Path, pages: usize) -> Result<()> {
     // Historic: the whole history. Fresh: every crawl too, of which the window keeps
     // the recent ones.
     for index in [IndexKind::Historic, IndexKind::Fresh] {
+        // The demo's indexes hold only the crawl it generates: one that an earlier build
+        // wrote in another storage format is rebuilt, not refused.
+        if let Some(found) = other_format(&data_dir, index)? {
+            let path = data_dir.index_path(index);
+            println!(
+                "{}: storage format {found}, rebuilt in format {}",
+                path.display(),
+                linkstore::FORMAT_VERSION
+            );
+            std::fs::remove_dir_all(&path)
+                .with_context(|| format!("removing {}", path.display()))?;
+        }
         if indexes::is_empty_index(&data_dir, index)? {
             println!();
             bulk_ingest(
