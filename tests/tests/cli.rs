@@ -333,13 +333,13 @@ fn flow_publishes_metrics_the_cli_shows() {
     );
 }
 
-#[test]
-fn the_demo_fills_both_indexes_and_serves_them() {
-    let dir = tempfile::tempdir().unwrap();
+/// `linkbase demo` on a 1,500-page web in `dir`: the server, its output up to the API
+/// key, and the key.
+fn demo(dir: &Path) -> (linkbase_tests::Server, String, String) {
     let srv = linkbase_tests::Server::spawn(&[
         "demo",
         "--dir",
-        dir.path().to_str().unwrap(),
+        dir.to_str().unwrap(),
         "--pages",
         "1500",
         "--listen",
@@ -352,6 +352,13 @@ fn the_demo_fills_both_indexes_and_serves_them() {
         .and_then(|rest| rest.split_whitespace().next())
         .unwrap()
         .to_string();
+    (srv, out, key)
+}
+
+#[test]
+fn the_demo_fills_both_indexes_and_serves_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let (srv, _, key) = demo(dir.path());
     let stats = srv.get(
         "/api/json",
         &[("app_api_key", &key), ("cmd", "GetIndexStats")],
@@ -409,23 +416,8 @@ fn the_demo_rebuilds_its_indexes_and_the_sandbox_from_another_storage_format() {
     let dir = tempfile::tempdir().unwrap();
     older_store(&dir.path().join("data/historic"));
     older_store(&dir.path().join("data/sandbox/historic"));
-    let srv = linkbase_tests::Server::spawn(&[
-        "demo",
-        "--dir",
-        dir.path().to_str().unwrap(),
-        "--pages",
-        "1500",
-        "--listen",
-        "127.0.0.1:0",
-    ]);
-    let out = srv.wait_for_output("API key: ");
+    let (srv, out, key) = demo(dir.path());
     assert!(out.contains("rebuilt in format"), "{out}");
-    let key = out
-        .split("API key: ")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .unwrap()
-        .to_string();
     let hot = webgen::Web::new(webgen::WebSpec::demo(1500)).hot_url();
     for path in ["/api/json", "/sandbox/api/json"] {
         let r = srv.get(
