@@ -194,6 +194,54 @@ pub(crate) fn merge_counters(
     Some(Counters::from_slice(&acc).encode())
 }
 
+/// How many counter fields are extremes (a minimum or a maximum) rather than sums.
+const EXTREMES: usize = {
+    let (mut n, mut i) = (0, 0);
+    while i < FIELDS {
+        if !matches!(FIELD_KINDS[i], FieldKind::Sum) {
+            n += 1;
+        }
+        i += 1;
+    }
+    n
+};
+
+/// The extreme fields of a counters row, in field order: what a row that took some merge
+/// operands holds at least, whatever else was merged into it.
+pub(crate) type Extremes = [i64; EXTREMES];
+
+impl Counters {
+    /// True when merging this delta into a row that holds at least `taken` changes
+    /// nothing: no sum moves and no extreme goes past what the row holds.
+    pub(crate) fn changes_nothing_past(&self, taken: &Extremes) -> bool {
+        let mut taken = taken.iter();
+        self.to_array()
+            .iter()
+            .zip(FIELD_KINDS)
+            .all(|(&d, kind)| match kind {
+                FieldKind::Sum => d == 0,
+                FieldKind::Min => taken.next().is_some_and(|&t| d == 0 || (t != 0 && d >= t)),
+                FieldKind::Max => taken.next().is_some_and(|&t| d <= t),
+            })
+    }
+
+    /// Folds this delta's extremes into `taken`, as merging it folds them into a row.
+    pub(crate) fn take_extremes(&self, taken: &mut Extremes) {
+        let mut taken = taken.iter_mut();
+        for (&d, kind) in self.to_array().iter().zip(FIELD_KINDS) {
+            if *kind == FieldKind::Sum {
+                continue;
+            }
+            let t = taken.next().expect("one slot per extreme field");
+            match kind {
+                FieldKind::Min if d != 0 && (*t == 0 || d < *t) => *t = d,
+                FieldKind::Max if d > *t => *t = d,
+                _ => {}
+            }
+        }
+    }
+}
+
 /// Adds deltas to a pending (not yet merged) counters value.
 pub(crate) fn accumulate(acc: &mut Counters, delta: &Counters) {
     let mut a = acc.to_array();
@@ -525,6 +573,48 @@ impl Ranked for AnchorText {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_delta_of_days_already_taken_changes_nothing() {
+        let days = |first, last, crawl| Counters {
+            first_link_day: first,
+            last_link_day: last,
+            last_crawl_day: crawl,
+            ..Default::default()
+        };
+        let mut taken = Extremes::default();
+        assert!(!days(10, 20, 20).changes_nothing_past(&taken));
+        days(10, 20, 20).take_extremes(&mut taken);
+        days(12, 15, 0).take_extremes(&mut taken);
+        assert!(days(10, 20, 20).changes_nothing_past(&taken));
+        assert!(days(15, 18, 0).changes_nothing_past(&taken));
+        assert!(days(0, 0, 0).changes_nothing_past(&taken), "no days at all");
+        assert!(
+            !days(9, 20, 20).changes_nothing_past(&taken),
+            "an earlier first day"
+        );
+        assert!(
+            !days(10, 21, 0).changes_nothing_past(&taken),
+            "a later last day"
+        );
+        assert!(
+            !days(0, 0, 21).changes_nothing_past(&taken),
+            "a later crawl"
+        );
+        let mut with_sum = days(10, 20, 20);
+        with_sum.ext_backlinks = 1;
+        assert!(!with_sum.changes_nothing_past(&taken), "a sum moves");
+        with_sum.ext_backlinks = -1;
+        assert!(!with_sum.changes_nothing_past(&taken), "a sum moves back");
+        // What was taken is what merging the same operands into a row gives.
+        let mut row = Counters::default();
+        for d in [days(10, 20, 20), days(12, 15, 0)] {
+            accumulate(&mut row, &d);
+        }
+        let mut from_row = Extremes::default();
+        row.take_extremes(&mut from_row);
+        assert_eq!(from_row, taken);
+    }
 
     #[test]
     fn a_row_holds_its_anchor_texts_up_to_the_bound_and_only_their_number_above() {
