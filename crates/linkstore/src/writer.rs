@@ -259,8 +259,9 @@ struct BatchRows {
     /// Referring addresses that appeared less those that went, per item and subnet (by
     /// `item_key | kind | subnet`): resolved against the store when written.
     subnets: HashMap<Vec<u8>, i64>,
-    /// Reference counts of the URLs touched (see `Writer::ref_url`).
-    url_refs: HashMap<String, i64>,
+    /// How the reference counts of the URLs touched move (see `Writer::ref_url`):
+    /// resolved against the store when written.
+    url_ref_moves: HashMap<String, i64>,
     /// URLs whose views the batch changes, by item key, and how it treats them
     /// ([`small_urls`]).
     url_classes: HashMap<Vec<u8>, UrlClass>,
@@ -334,7 +335,7 @@ impl<'a> Writer<'a> {
                     ..Default::default()
                 };
                 if order == CrawlOrder::First {
-                    self.ref_url(&crawl.url, 1)?;
+                    self.ref_url(&crawl.url, 1);
                     delta.crawled_urls = 1;
                 }
                 self.add_counters_for_url(&crawl.url, &delta, true);
@@ -359,7 +360,7 @@ impl<'a> Writer<'a> {
             // its new one back.
             for (old, new) in changes {
                 if old.is_none() {
-                    self.ref_url(&new.target_url, 1)?;
+                    self.ref_url(&new.target_url, 1);
                 }
                 self.change_link(old.as_ref(), new)?;
             }
@@ -787,28 +788,15 @@ impl<'a> Writer<'a> {
 
     /// Moves a URL's reference count: one for its page once crawled, one per link record
     /// pointing to it. A URL is known to the index (and counted in its items'
-    /// `indexed_urls`) while its count is above zero.
-    fn ref_url(&mut self, url: &str, sign: i64) -> Result<()> {
-        let written = || {
-            // Written as a delete when not above 0.
-            let c = self.in_flight_rows()?;
-            c.url_refs.get(url).map(|&n| n.max(0))
-        };
-        let before = match self.rows.url_refs.get(url).copied().or_else(written) {
-            Some(n) => n,
-            None => self.store.row(&UrlRefKey(url))?.unwrap_or_default().0,
-        };
-        let after = before + sign;
-        self.rows.url_refs.insert(url.to_string(), after);
-        let moved = i64::from(after > 0) - i64::from(before > 0);
-        if moved != 0 {
-            let delta = Counters {
-                indexed_urls: moved,
-                ..Default::default()
-            };
-            self.add_counters_for_url(url, &delta, true);
+    /// `indexed_urls`) while its count is above zero. Nothing is read here: the batch's
+    /// write thread reads the counts its moves start from ([`BatchRows::url_refs`]).
+    fn ref_url(&mut self, url: &str, sign: i64) {
+        match self.rows.url_ref_moves.get_mut(url) {
+            Some(n) => *n += sign,
+            None => {
+                self.rows.url_ref_moves.insert(url.to_string(), sign);
+            }
         }
-        Ok(())
     }
 
     /// Removes every page last crawled before `cutoff` (a day number) with all its links,
@@ -863,7 +851,7 @@ impl<'a> Writer<'a> {
                 // stored with the record.
                 rec.source_flow = self.url_metrics(&rec.source_url)?.flow;
                 self.contribute(rec, -1)?;
-                self.ref_url(&rec.target_url, -1)?;
+                self.ref_url(&rec.target_url, -1);
                 self.batch.delete(&LinkKey {
                     source: &rec.source_url,
                     target: &rec.target_url,
@@ -880,7 +868,7 @@ impl<'a> Writer<'a> {
                 ..Default::default()
             };
             self.add_counters_for_url(url, &delta, true);
-            self.ref_url(url, -1)?;
+            self.ref_url(url, -1);
             stats.pages += 1;
         }
         self.commit()?;
@@ -1236,10 +1224,14 @@ impl BatchRows {
             batch.put(&LinkKey { source, target }, &LinkRow::of(rec));
         }
         let mut subnets = self.subnet_counters(db)?;
+        let mut indexed = self.url_refs(&mut batch, db, hasher)?;
         for (item_key, delta) in &self.counters {
             let mut delta = *delta;
             if let Some(moved) = subnets.remove(item_key.as_slice()) {
                 delta.ref_subnets += moved;
+            }
+            if let Some(moved) = indexed.remove(item_key.as_slice()) {
+                delta.indexed_urls += moved;
             }
             if !so_far.extremes.covers(item_key, &delta) {
                 batch.merge(&CountersKey(item_key), &delta);
@@ -1251,6 +1243,13 @@ impl BatchRows {
                 ..Default::default()
             };
             batch.merge(&CountersKey(item_key), &delta);
+        }
+        for (item_key, moved) in indexed {
+            let delta = Counters {
+                indexed_urls: moved,
+                ..Default::default()
+            };
+            batch.merge(&CountersKey(&item_key), &delta);
         }
         for ((item_key, day), delta) in &self.timeline {
             let key = TimelineKey {
@@ -1271,13 +1270,6 @@ impl BatchRows {
         write_member_rows(&mut batch, &self.refdomains, &self.counters, &stored, db)?;
         write_member_rows(&mut batch, &self.anchors, &self.counters, &stored, db)?;
         write_seen_days(&mut batch, &self.seen_days, &self.counters, &stored, db)?;
-        for (url, &n) in &self.url_refs {
-            if n > 0 {
-                batch.put(&UrlRefKey(url), &Count(n));
-            } else {
-                batch.delete(&UrlRefKey(url));
-            }
-        }
         // No WAL: a batch either reaches an (atomically flushed) memtable whole or is
         // lost whole in a crash, and re-applying crawls is idempotent.
         let mut wo = rocksdb::WriteOptions::default();
@@ -1287,6 +1279,50 @@ impl BatchRows {
         so_far.member_counts.forget(&settled);
         so_far.extremes.note(&self.counters);
         Ok(())
+    }
+
+    /// Writes the reference counts of the URLs whose counts this batch moves, read from
+    /// the store in one sorted multi-get (when the batch before is written, so they are
+    /// current), and returns how each item's `indexed_urls` moves with them: a URL counts
+    /// while its count is above zero (a row is kept only then).
+    fn url_refs(
+        &self,
+        batch: &mut SortedBatch,
+        db: &rocksdb::DB,
+        hasher: &ItemHasher,
+    ) -> Result<HashMap<Vec<u8>, i64>> {
+        let mut moves: Vec<(Vec<u8>, &str, i64)> = self
+            .url_ref_moves
+            .iter()
+            .filter(|(_, &n)| n != 0)
+            .map(|(url, &n)| (UrlRefKey(url).encode(), url.as_str(), n))
+            .collect();
+        moves.sort_unstable();
+        let cf = cf_handle(db, CF_URLS);
+        let values = db.batched_multi_get_cf(cf, moves.iter().map(|(key, ..)| key), true);
+        let mut indexed: HashMap<Vec<u8>, i64> = HashMap::default();
+        let index_key = hasher.item_key(&Item::index());
+        for ((_, url, n), value) in moves.iter().zip(values) {
+            let key = UrlRefKey(url);
+            let before = match value? {
+                Some(v) => key.decode_value(&v)?.0,
+                None => 0,
+            };
+            let after = before + n;
+            if after > 0 {
+                batch.put(&key, &Count(after));
+            } else {
+                batch.delete(&key);
+            }
+            let moved = i64::from(after > 0) - i64::from(before > 0);
+            if moved != 0 {
+                let items = Item::levels_of_url(url).map(|item| hasher.item_key(&item));
+                for item_key in items.into_iter().chain([index_key.clone()]) {
+                    *indexed.entry(item_key).or_default() += moved;
+                }
+            }
+        }
+        Ok(indexed)
     }
 
     /// How each item's subnet count moves with this batch: a subnet whose addresses
