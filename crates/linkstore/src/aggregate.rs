@@ -165,14 +165,18 @@ fn decode_fields(buf: &[u8]) -> Result<[i64; FIELDS]> {
 }
 
 fn combine(acc: &mut [i64; FIELDS], delta: &[i64; FIELDS]) {
-    for (i, (&d, kind)) in delta.iter().zip(FIELD_KINDS).enumerate() {
-        let a = &mut acc[i];
-        match kind {
-            FieldKind::Sum => *a += d,
-            FieldKind::Min if d != 0 && (*a == 0 || d < *a) => *a = d,
-            FieldKind::Max if d > *a => *a = d,
-            _ => {}
-        }
+    for ((a, &d), kind) in acc.iter_mut().zip(delta).zip(FIELD_KINDS) {
+        fold_field(*kind, a, d);
+    }
+}
+
+/// Folds one field of a delta into the field of a row: what merging does.
+fn fold_field(kind: FieldKind, a: &mut i64, d: i64) {
+    match kind {
+        FieldKind::Sum => *a += d,
+        FieldKind::Min if d != 0 && (*a == 0 || d < *a) => *a = d,
+        FieldKind::Max if d > *a => *a = d,
+        _ => {}
     }
 }
 
@@ -214,30 +218,25 @@ impl Counters {
     /// True when merging this delta into a row that holds at least `taken` changes
     /// nothing: no sum moves and no extreme goes past what the row holds.
     pub(crate) fn changes_nothing_past(&self, taken: &Extremes) -> bool {
-        let mut taken = taken.iter();
-        self.to_array()
+        let sums_still = self
+            .to_array()
             .iter()
             .zip(FIELD_KINDS)
-            .all(|(&d, kind)| match kind {
-                FieldKind::Sum => d == 0,
-                FieldKind::Min => taken.next().is_some_and(|&t| d == 0 || (t != 0 && d >= t)),
-                FieldKind::Max => taken.next().is_some_and(|&t| d <= t),
-            })
+            .all(|(&d, kind)| d == 0 || *kind != FieldKind::Sum);
+        let mut after = *taken;
+        self.take_extremes(&mut after);
+        sums_still && after == *taken
     }
 
     /// Folds this delta's extremes into `taken`, as merging it folds them into a row.
     pub(crate) fn take_extremes(&self, taken: &mut Extremes) {
-        let mut taken = taken.iter_mut();
-        for (&d, kind) in self.to_array().iter().zip(FIELD_KINDS) {
-            if *kind == FieldKind::Sum {
-                continue;
-            }
-            let t = taken.next().expect("one slot per extreme field");
-            match kind {
-                FieldKind::Min if d != 0 && (*t == 0 || d < *t) => *t = d,
-                FieldKind::Max if d > *t => *t = d,
-                _ => {}
-            }
+        let extremes = self
+            .to_array()
+            .into_iter()
+            .zip(FIELD_KINDS)
+            .filter(|(_, kind)| **kind != FieldKind::Sum);
+        for (t, (d, kind)) in taken.iter_mut().zip(extremes) {
+            fold_field(*kind, t, d);
         }
     }
 }

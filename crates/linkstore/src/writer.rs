@@ -221,7 +221,7 @@ pub struct Writer<'a> {
     /// read before the store while that write is in flight.
     in_flight: Option<InFlight>,
     /// Shared with each batch's write, one at a time.
-    written: Arc<Mutex<WrittenSoFar>>,
+    written_so_far: Arc<Mutex<WrittenSoFar>>,
 }
 
 /// A batch being written by its own thread, and its rows as they will be once written.
@@ -291,7 +291,7 @@ impl<'a> Writer<'a> {
             pending_pages: 0,
             pending: Vec::new(),
             in_flight: None,
-            written: Arc::default(),
+            written_so_far: Arc::default(),
         }
     }
 
@@ -776,12 +776,7 @@ impl<'a> Writer<'a> {
     }
 
     fn add_counters_for_url(&mut self, url: &str, delta: &Counters, with_index: bool) {
-        for item in Item::levels_of_url(url) {
-            let key = self.store.hasher.item_key(&item);
-            self.add_counters(key, delta);
-        }
-        if with_index {
-            let key = self.store.hasher.item_key(&Item::index());
+        for key in url_item_keys(&self.store.hasher, url, with_index) {
             self.add_counters(key, delta);
         }
     }
@@ -1169,7 +1164,7 @@ impl<'a> Writer<'a> {
         self.pending_pages = 0;
         let batch = std::mem::take(&mut self.batch);
         let (db, written) = (Arc::clone(&self.store.db), Arc::clone(&rows));
-        let written_so_far = Arc::clone(&self.written);
+        let written_so_far = Arc::clone(&self.written_so_far);
         let (generation, hasher) = (self.generation, self.store.hasher);
         let write = std::thread::Builder::new()
             .name("store-writer".into())
@@ -1234,32 +1229,24 @@ impl BatchRows {
             let rec = &self.links[source][target];
             batch.put(&LinkKey { source, target }, &LinkRow::of(rec));
         }
-        let mut subnets = self.subnet_counters(db)?;
-        let mut indexed = self.url_refs(&mut batch, db, hasher)?;
+        // Counter moves found against the store here, besides the batch's own.
+        let mut found: HashMap<Vec<u8>, Counters> = HashMap::default();
+        for (item_key, moved) in self.subnet_counters(db)? {
+            found.entry(item_key.to_vec()).or_default().ref_subnets += moved;
+        }
+        for (item_key, moved) in self.url_refs(&mut batch, db, hasher)? {
+            found.entry(item_key).or_default().indexed_urls += moved;
+        }
         for (item_key, delta) in &self.counters {
             let mut delta = *delta;
-            if let Some(moved) = subnets.remove(item_key.as_slice()) {
-                delta.ref_subnets += moved;
-            }
-            if let Some(moved) = indexed.remove(item_key.as_slice()) {
-                delta.indexed_urls += moved;
+            if let Some(moved) = found.remove(item_key.as_slice()) {
+                accumulate(&mut delta, &moved);
             }
             if !so_far.extremes.covers(item_key, &delta) {
                 batch.merge(&CountersKey(item_key), &delta);
             }
         }
-        for (item_key, moved) in subnets {
-            let delta = Counters {
-                ref_subnets: moved,
-                ..Default::default()
-            };
-            batch.merge(&CountersKey(item_key), &delta);
-        }
-        for (item_key, moved) in indexed {
-            let delta = Counters {
-                indexed_urls: moved,
-                ..Default::default()
-            };
+        for (item_key, delta) in found {
             batch.merge(&CountersKey(&item_key), &delta);
         }
         for ((item_key, day), delta) in &self.timeline {
@@ -1312,7 +1299,6 @@ impl BatchRows {
         let cf = cf_handle(db, CF_URLS);
         let values = db.batched_multi_get_cf(cf, moves.iter().map(|(key, ..)| key), true);
         let mut indexed: HashMap<Vec<u8>, i64> = HashMap::default();
-        let index_key = hasher.item_key(&Item::index());
         for ((_, url, n), value) in moves.iter().zip(values) {
             let key = UrlRefKey(url);
             let before = match value? {
@@ -1327,8 +1313,7 @@ impl BatchRows {
             }
             let moved = i64::from(after > 0) - i64::from(before > 0);
             if moved != 0 {
-                let items = Item::levels_of_url(url).map(|item| hasher.item_key(&item));
-                for item_key in items.into_iter().chain([index_key.clone()]) {
+                for item_key in url_item_keys(hasher, url, true) {
                     *indexed.entry(item_key).or_default() += moved;
                 }
             }
@@ -1413,6 +1398,19 @@ impl BatchRows {
         }
         Ok(out)
     }
+}
+
+/// The item keys of a URL's levels (URL, host, root domain), and with `with_index` the
+/// whole index's.
+fn url_item_keys(hasher: &ItemHasher, url: &str, with_index: bool) -> Vec<Vec<u8>> {
+    let mut keys: Vec<Vec<u8>> = Item::levels_of_url(url)
+        .iter()
+        .map(|item| hasher.item_key(item))
+        .collect();
+    if with_index {
+        keys.push(hasher.item_key(&Item::index()));
+    }
+    keys
 }
 
 /// What the batches a writer wrote so far left in the store, for later batches to know
