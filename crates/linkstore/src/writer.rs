@@ -250,15 +250,17 @@ struct BatchRows {
     /// both here and in `refdomains`: loading it folds its day in.
     seen_days: HashMap<Vec<u8>, (usize, u32)>,
     anchors: HashMap<Vec<u8>, Tracked<AnchorText>>,
-    /// By encoded `distinct` key.
+    /// Counts of the anchor-text members of `distinct` (past a referring-domain row's
+    /// bound) the batch set, by encoded key.
     distinct: HashMap<Vec<u8>, i64>,
+    /// How the reference counts of the other `distinct` members move, by encoded key:
+    /// nothing is read while crawls apply; the batch's write thread reads the counts
+    /// the moves start from ([`BatchRows::distinct_counts`]).
+    distinct_moves: HashMap<Vec<u8>, i64>,
     /// The anchor-text keys of `distinct` this batch wrote, by their referring-domain
     /// prefix (`item_key | 3 | domain \x01`): where a row taking its texts back looks for
     /// the batch's counts ([`Writer::anchor_texts_back`]).
     anchor_texts: HashMap<Vec<u8>, HashSet<Vec<u8>>>,
-    /// Referring addresses that appeared less those that went, per item and subnet (by
-    /// `item_key | kind | subnet`): resolved against the store when written.
-    subnets: HashMap<Vec<u8>, i64>,
     /// How the reference counts of the URLs touched move (see `Writer::ref_url`):
     /// resolved against the store when written.
     url_ref_moves: HashMap<String, i64>,
@@ -548,11 +550,10 @@ impl<'a> Writer<'a> {
         result
     }
 
-    /// Loads the `distinct`, `refdomains` and `anchors` rows `pending` will touch into the
-    /// batch's overlays.
+    /// Loads the `refdomains` and `anchors` rows `pending` will touch into the batch's
+    /// overlays.
     fn prefetch(&mut self, pending: &[Contribution]) -> Result<()> {
         self.class_urls(pending)?;
-        let mut distinct = Vec::new();
         let mut refdomains = Vec::new();
         let mut anchors = Vec::new();
         for c in pending {
@@ -569,27 +570,6 @@ impl<'a> Writer<'a> {
                     let key = AnchorText::key(item_key, split_anchor_member(member).1).encode();
                     if !self.rows.anchors.contains_key(&key) {
                         anchors.push((key, item_key.len()));
-                    }
-                }
-                Contribution::Distinct {
-                    item_key,
-                    kind,
-                    member,
-                    ..
-                } => {
-                    let typed = DistinctKey {
-                        item_key,
-                        kind: *kind,
-                        member,
-                    };
-                    let key = typed.encode();
-                    if !self.rows.distinct.contains_key(&key) {
-                        match self.in_flight_rows().and_then(|c| c.distinct.get(&key)) {
-                            Some(&n) => {
-                                self.rows.distinct.insert(key, n.max(0));
-                            }
-                            None => distinct.push((key, typed)),
-                        }
                     }
                 }
                 Contribution::RefDomain {
@@ -612,13 +592,6 @@ impl<'a> Writer<'a> {
         if let Some(c) = self.in_flight.as_ref().map(|f| Arc::clone(&f.rows)) {
             take_written::<RefDomain>(&mut self.rows.refdomains, &c.refdomains, &mut refdomains)?;
             take_written::<AnchorText>(&mut self.rows.anchors, &c.anchors, &mut anchors)?;
-        }
-        distinct.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        distinct.dedup_by(|a, b| a.0 == b.0);
-        let values = multi_get(self.store, DistinctKey::CF, distinct.iter().map(|(k, _)| k))?;
-        for ((key, typed), value) in distinct.into_iter().zip(values) {
-            let n = value.map(|v| typed.decode_value(&v)).transpose()?;
-            self.rows.distinct.insert(key, n.unwrap_or_default().0);
         }
         prefetch_tracked(&mut self.rows.refdomains, self.store, refdomains)?;
         prefetch_tracked(&mut self.rows.anchors, self.store, anchors)
@@ -648,15 +621,13 @@ impl<'a> Writer<'a> {
                 member,
                 sign,
             } => {
-                let moved = self.bump_distinct(&item_key, kind, &member, sign)?;
-                if moved != 0 {
-                    if kind == DistinctKind::RefIp {
-                        self.move_subnet(&item_key, &member, moved);
-                    }
-                    if let Some(delta) = distinct_counters(kind, moved) {
-                        self.add_counters(item_key, &delta);
-                    }
+                let key = DistinctKey {
+                    item_key: &item_key,
+                    kind,
+                    member: &member,
                 }
+                .encode();
+                *self.rows.distinct_moves.entry(key).or_default() += sign;
             }
             Contribution::RefDomain {
                 item_key,
@@ -1006,21 +977,6 @@ impl<'a> Writer<'a> {
         Err(LinkRow::record_missing())
     }
 
-    /// Notes a referring address of an item appearing (`moved` 1) or going (-1) in its
-    /// subnet. Whether the subnet appears or goes with it depends only on the subnet's
-    /// live addresses before the batch and after: [`BatchRows::subnet_counters`] works it
-    /// out when the batch is written.
-    fn move_subnet(&mut self, item_key: &[u8], address: &str, moved: i64) {
-        let mut prefix = DistinctKey {
-            item_key,
-            kind: DistinctKind::RefIp,
-            member: subnet_of_member(address),
-        }
-        .encode();
-        prefix.pop(); // the member's terminator: the subnet is a prefix of its addresses
-        *self.rows.subnets.entry(prefix).or_default() += moved;
-    }
-
     /// Moves the count of one anchor text among a referring domain's backlinks to an item;
     /// returns the change in the row's distinct texts. The row holds the counts while
     /// they are at most [`ANCHORS_IN_ROW`](crate::aggregate::ANCHORS_IN_ROW); past it they move out to `distinct` rows, and
@@ -1111,8 +1067,9 @@ impl<'a> Writer<'a> {
         Ok(back)
     }
 
-    /// Moves a distinct-member reference count; returns the change in the number of
-    /// distinct members (+1 when the member appears, -1 when its count drops to 0).
+    /// Moves the reference count of an anchor text past its referring-domain row's bound;
+    /// returns the change in the number of distinct texts (+1 when the text appears, -1
+    /// when its count drops to 0). Other members' counts move on the write thread.
     fn bump_distinct(
         &mut self,
         item_key: &[u8],
@@ -1231,7 +1188,8 @@ impl BatchRows {
         }
         // Counter moves found against the store here, besides the batch's own.
         let mut found: HashMap<Vec<u8>, Counters> = HashMap::default();
-        for (item_key, moved) in self.subnet_counters(db)? {
+        let subnets = self.distinct_counts(&mut batch, db, &mut found)?;
+        for (item_key, moved) in subnet_counters(&subnets, db)? {
             found.entry(item_key.to_vec()).or_default().ref_subnets += moved;
         }
         for (item_key, moved) in self.url_refs(&mut batch, db, hasher)? {
@@ -1321,39 +1279,54 @@ impl BatchRows {
         Ok(indexed)
     }
 
-    /// How each item's subnet count moves with this batch: a subnet whose addresses
-    /// appeared counts if the store has none of them yet; one whose addresses went stops
-    /// counting if the store has no more than went. Read in key order, with one iterator,
-    /// when the batch before is written.
-    fn subnet_counters<'k>(&'k self, db: &rocksdb::DB) -> Result<HashMap<&'k [u8], i64>> {
-        let mut moved: Vec<(&[u8], i64)> = self
-            .subnets
+    /// Writes the reference counts of the `distinct` members whose counts this batch
+    /// moves (all but anchor texts), read from the store in one sorted multi-get (when
+    /// the batch before is written, so they are current). Adds to `found` how the
+    /// counters of items move with the members that appear or go, and returns how many
+    /// of their referring addresses appear less those that go, per item and subnet (by
+    /// `item_key | kind | subnet`).
+    fn distinct_counts(
+        &self,
+        batch: &mut SortedBatch,
+        db: &rocksdb::DB,
+        found: &mut HashMap<Vec<u8>, Counters>,
+    ) -> Result<HashMap<Vec<u8>, i64>> {
+        let mut moves: Vec<(&[u8], i64)> = self
+            .distinct_moves
             .iter()
             .filter(|(_, &n)| n != 0)
-            .map(|(prefix, &n)| (prefix.as_slice(), n))
+            .map(|(key, &n)| (key.as_slice(), n))
             .collect();
-        moved.sort_unstable();
-        let mut out = HashMap::default();
-        let mut it = db.raw_iterator_cf(cf_handle(db, CF_DISTINCT));
-        for (prefix, n) in moved {
-            it.seek(prefix);
-            let mut stored = 0;
-            while it.key().is_some_and(|k| k.starts_with(prefix)) {
-                stored += 1;
-                // Appearing addresses only ask whether there is one.
-                if n > 0 {
-                    break;
-                }
-                it.next();
+        moves.sort_unstable();
+        let cf = cf_handle(db, CF_DISTINCT);
+        let values = db.batched_multi_get_cf(cf, moves.iter().map(|(key, _)| key), true);
+        let mut subnets = HashMap::default();
+        for ((key, n), value) in moves.into_iter().zip(values) {
+            let key = DistinctKey::parse(key)?;
+            let before = match value? {
+                Some(v) => key.decode_value(&v)?.0,
+                None => 0,
+            };
+            let after = before + n;
+            if after > 0 {
+                batch.put(&key, &Count(after));
+            } else {
+                batch.delete(&key);
             }
-            it.status()?;
-            let change = i64::from(stored + n > 0) - i64::from(stored > 0);
-            if change != 0 {
-                let item_key = &prefix[..item_key_len(prefix, CF_DISTINCT)?];
-                *out.entry(item_key).or_default() += change;
+            let moved = i64::from(after > 0) - i64::from(before > 0);
+            if moved == 0 {
+                continue;
+            }
+            if key.kind == DistinctKind::RefIp {
+                let subnet = subnet_prefix(key.item_key, key.member);
+                *subnets.entry(subnet).or_default() += moved;
+            }
+            if let Some(delta) = distinct_counters(key.kind, moved) {
+                let item = found.entry(key.item_key.to_vec()).or_default();
+                accumulate(item, &delta);
             }
         }
-        Ok(out)
+        Ok(subnets)
     }
 
     /// How many referring-domain and anchor rows each item whose rows this batch changes
@@ -1411,6 +1384,57 @@ fn url_item_keys(hasher: &ItemHasher, url: &str, with_index: bool) -> Vec<Vec<u8
         keys.push(hasher.item_key(&Item::index()));
     }
     keys
+}
+
+/// How each item's subnet count moves with a batch whose referring addresses appear or go
+/// by `subnets` (per item and subnet): a subnet whose addresses appeared counts if the
+/// store has none of them yet; one whose addresses went stops counting if the store has
+/// no more than went. Read in key order, with one iterator, when the batch before is
+/// written.
+fn subnet_counters<'k>(
+    subnets: &'k HashMap<Vec<u8>, i64>,
+    db: &rocksdb::DB,
+) -> Result<HashMap<&'k [u8], i64>> {
+    let mut moved: Vec<(&[u8], i64)> = subnets
+        .iter()
+        .filter(|(_, &n)| n != 0)
+        .map(|(prefix, &n)| (prefix.as_slice(), n))
+        .collect();
+    moved.sort_unstable();
+    let mut out = HashMap::default();
+    let mut it = db.raw_iterator_cf(cf_handle(db, CF_DISTINCT));
+    for (prefix, n) in moved {
+        it.seek(prefix);
+        let mut stored = 0;
+        while it.key().is_some_and(|k| k.starts_with(prefix)) {
+            stored += 1;
+            // Appearing addresses only ask whether there is one.
+            if n > 0 {
+                break;
+            }
+            it.next();
+        }
+        it.status()?;
+        let change = i64::from(stored + n > 0) - i64::from(stored > 0);
+        if change != 0 {
+            let item_key = &prefix[..item_key_len(prefix, CF_DISTINCT)?];
+            *out.entry(item_key).or_default() += change;
+        }
+    }
+    Ok(out)
+}
+
+/// The `distinct` key prefix of the subnet of a referring address of an item: the
+/// subnet is a prefix of its addresses' members.
+fn subnet_prefix(item_key: &[u8], address: &str) -> Vec<u8> {
+    let mut prefix = DistinctKey {
+        item_key,
+        kind: DistinctKind::RefIp,
+        member: subnet_of_member(address),
+    }
+    .encode();
+    prefix.pop(); // the member's terminator
+    prefix
 }
 
 /// What the batches a writer wrote so far left in the store, for later batches to know
