@@ -91,6 +91,13 @@ impl SortedBatch {
         self.push(K::TABLE, key.encode(), Op::Merge(K::encode_value(operand)));
     }
 
+    /// Adds `other`'s writes after this batch's.
+    fn append(&mut self, other: SortedBatch) {
+        self.ops.extend(other.ops);
+        self.range_deletes.extend(other.range_deletes);
+        self.bytes += other.bytes;
+    }
+
     /// Deletes the keys of `table` in `[from, to)`, after every other write of the batch.
     fn delete_range(&mut self, table: Table, from: Vec<u8>, to: Vec<u8>) {
         self.bytes += from.len() + to.len();
@@ -1169,7 +1176,9 @@ impl Drop for Writer<'_> {
 }
 
 impl BatchRows {
-    /// Writes the rows, with `batch`'s row writes, in one atomic write batch.
+    /// Writes the rows, with `batch`'s row writes, in one atomic write batch. Small URLs
+    /// are settled on a thread of their own meanwhile: both read the store for most of
+    /// their time, and the applying thread leaves a core idle while it waits for them.
     fn write(
         &self,
         mut batch: SortedBatch,
@@ -1178,7 +1187,38 @@ impl BatchRows {
         hasher: &ItemHasher,
         so_far: &mut WrittenSoFar,
     ) -> Result<()> {
-        let settled = self.settle_urls(&mut batch, db, generation, hasher)?;
+        let (settled, (rows, stored)) = std::thread::scope(|scope| {
+            let settling = std::thread::Builder::new()
+                .name("store-settler".into())
+                .spawn_scoped(scope, || self.settle_urls(&batch, db, generation, hasher))?;
+            let rows = self.rows_to_write(db, hasher, so_far);
+            let settled = settling
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            Ok::<_, crate::Error>((settled?, rows?))
+        })?;
+        batch.append(rows);
+        batch.append(settled.writes);
+        // No WAL: a batch either reaches an (atomically flushed) memtable whole or is
+        // lost whole in a crash, and re-applying crawls is idempotent.
+        let mut wo = rocksdb::WriteOptions::default();
+        wo.disable_wal(true);
+        db.write_opt(batch.into_write_batch(db), &wo)?;
+        so_far.member_counts.note(&stored, &self.counters);
+        so_far.member_counts.forget(&settled.urls);
+        so_far.extremes.note(&self.counters);
+        Ok(())
+    }
+
+    /// The writes of the batch's rows, and how many member rows the items whose rows it
+    /// changes had before it ([`BatchRows::stored_counters`]).
+    fn rows_to_write(
+        &self,
+        db: &rocksdb::DB,
+        hasher: &ItemHasher,
+        so_far: &WrittenSoFar,
+    ) -> Result<(SortedBatch, HashMap<Vec<u8>, Counters>)> {
+        let mut batch = SortedBatch::default();
         for (url, state) in &self.pages {
             batch.put(&PageKey(url), state);
         }
@@ -1226,15 +1266,7 @@ impl BatchRows {
         write_member_rows(&mut batch, &self.refdomains, &self.counters, &stored, db)?;
         write_member_rows(&mut batch, &self.anchors, &self.counters, &stored, db)?;
         write_seen_days(&mut batch, &self.seen_days, &self.counters, &stored, db)?;
-        // No WAL: a batch either reaches an (atomically flushed) memtable whole or is
-        // lost whole in a crash, and re-applying crawls is idempotent.
-        let mut wo = rocksdb::WriteOptions::default();
-        wo.disable_wal(true);
-        db.write_opt(batch.into_write_batch(db), &wo)?;
-        so_far.member_counts.note(&stored, &self.counters);
-        so_far.member_counts.forget(&settled);
-        so_far.extremes.note(&self.counters);
-        Ok(())
+        Ok((batch, stored))
     }
 
     /// Writes the reference counts of the URLs whose counts this batch moves, read from

@@ -168,18 +168,18 @@ impl BatchRows {
         })
     }
 
-    /// Adds to `batch` what the small URLs of this batch need (see the module
-    /// documentation): counter moves, and the rows of those that grew past the bound;
-    /// and range deletions of the rows of large URLs that dropped to it. Runs on the
-    /// write thread, before the batch is written. Returns the URLs whose rows the batch
-    /// settles this way: their row counts are the store's to tell from now on.
+    /// What the small URLs of this batch need (see the module documentation), given the
+    /// backlink writes of `batch`: counter moves, and the rows of those that grew past
+    /// the bound; and range deletions of the rows of large URLs that dropped to it. Runs
+    /// beside the batch's write thread, before the batch is written.
     pub(super) fn settle_urls(
         &self,
-        batch: &mut SortedBatch,
+        batch: &SortedBatch,
         db: &rocksdb::DB,
         generation: u8,
         hasher: &ItemHasher,
-    ) -> Result<Vec<Vec<u8>>> {
+    ) -> Result<Settled> {
+        let mut out = SortedBatch::default();
         // Forced collisions (tests) give URLs one hash.
         let mut small: Vec<(u64, &[u8], &str, i64)> = Vec::new();
         let mut large: Vec<&[u8]> = Vec::new();
@@ -197,6 +197,8 @@ impl BatchRows {
                 }
             }
         }
+        // In key order, so that one iterator's seeks move forward through the table.
+        small.sort_unstable_by_key(|&(hash, _, url, _)| (hash, url));
         let mut settled = Vec::new();
         // This batch's backlink writes under each small URL's hash, in the order written.
         let mut writes: HashMap<u64, Vec<usize>> = HashMap::default();
@@ -261,12 +263,12 @@ impl BatchRows {
             };
             let delta = member_counter_moves(&before, &after);
             if delta != Counters::default() {
-                batch.merge(&CountersKey(item_key), &delta);
+                out.merge(&CountersKey(item_key), &delta);
             }
             added.extend(rows.into_iter().filter(|(t, ..)| MEMBER_TABLES.contains(t)));
         }
         for (table, key, value) in added {
-            batch.push(table, key, Op::Put(value));
+            out.push(table, key, Op::Put(value));
         }
         let stored = stored_backlinks(db, &large)?;
         for (item_key, stored) in large.into_iter().zip(stored) {
@@ -274,7 +276,7 @@ impl BatchRows {
             if stored + moved <= URL_ROWS_ABOVE {
                 let end = prefix_successor(item_key).unwrap_or_default();
                 for table in MEMBER_TABLES {
-                    batch.delete_range(table, item_key.to_vec(), end.clone());
+                    out.delete_range(table, item_key.to_vec(), end.clone());
                 }
                 settled.push(item_key.to_vec());
             }
@@ -286,8 +288,21 @@ impl BatchRows {
                 .filter(|(_, c)| matches!(c, UrlClass::Small { .. }))
                 .map(|(k, _)| k.clone()),
         );
-        Ok(settled)
+        Ok(Settled {
+            writes: out,
+            urls: settled,
+        })
     }
+}
+
+/// What settling a batch's small URLs adds to it.
+pub(super) struct Settled {
+    /// Writes to add to the batch: they touch no key the batch's other writes touch but
+    /// `counters` rows, whose merges commute.
+    pub(super) writes: SortedBatch,
+    /// The URLs whose rows the batch settles this way: their row counts are the store's
+    /// to tell from now on.
+    pub(super) urls: Vec<Vec<u8>>,
 }
 
 /// How the counters fed by member rows move from the views of `before` to those of
