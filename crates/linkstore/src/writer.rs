@@ -1176,9 +1176,10 @@ impl Drop for Writer<'_> {
 }
 
 impl BatchRows {
-    /// Writes the rows, with `batch`'s row writes, in one atomic write batch. Small URLs
-    /// are settled on a thread of their own meanwhile: both read the store for most of
-    /// their time, and the applying thread leaves a core idle while it waits for them.
+    /// Writes the rows, with `batch`'s row writes, in one atomic write batch. Three
+    /// threads work out what to write (small URLs, counts resolved against the store,
+    /// the other rows): each mostly reads the store, and the applying thread leaves a
+    /// core idle while it waits for them.
     fn write(
         &self,
         mut batch: SortedBatch,
@@ -1187,18 +1188,17 @@ impl BatchRows {
         hasher: &ItemHasher,
         so_far: &mut WrittenSoFar,
     ) -> Result<()> {
-        let (settled, (rows, stored)) = std::thread::scope(|scope| {
-            let settling = std::thread::Builder::new()
-                .name("store-settler".into())
-                .spawn_scoped(scope, || self.settle_urls(&batch, db, generation, hasher))?;
-            let rows = self.rows_to_write(db, hasher, so_far);
-            let settled = settling
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            Ok::<_, crate::Error>((settled?, rows?))
+        let (settled, (counts, found), (rows, stored)) = std::thread::scope(|scope| {
+            let settle = || self.settle_urls(&batch, db, generation, hasher);
+            let settling = spawn_named(scope, "store-settler", settle)?;
+            let counting = spawn_named(scope, "store-counts", || self.counts(db, hasher))?;
+            let rows = self.rows_to_write(db, so_far);
+            Ok::<_, crate::Error>((joined(settling)?, joined(counting)?, rows?))
         })?;
         batch.append(rows);
+        batch.append(counts);
         batch.append(settled.writes);
+        self.merge_counters(&mut batch, found, &so_far.extremes);
         // No WAL: a batch either reaches an (atomically flushed) memtable whole or is
         // lost whole in a crash, and re-applying crawls is idempotent.
         let mut wo = rocksdb::WriteOptions::default();
@@ -1210,12 +1210,53 @@ impl BatchRows {
         Ok(())
     }
 
-    /// The writes of the batch's rows, and how many member rows the items whose rows it
-    /// changes had before it ([`BatchRows::stored_counters`]).
-    fn rows_to_write(
+    /// The writes of the reference counts this batch moves (of `distinct` members and
+    /// URLs), resolved against the store, and the counter moves they bring.
+    fn counts(
         &self,
         db: &rocksdb::DB,
         hasher: &ItemHasher,
+    ) -> Result<(SortedBatch, HashMap<Vec<u8>, Counters>)> {
+        let mut batch = SortedBatch::default();
+        let mut found: HashMap<Vec<u8>, Counters> = HashMap::default();
+        let subnets = self.distinct_counts(&mut batch, db, &mut found)?;
+        for (item_key, moved) in subnet_counters(&subnets, db)? {
+            found.entry(item_key.to_vec()).or_default().ref_subnets += moved;
+        }
+        for (item_key, moved) in self.url_refs(&mut batch, db, hasher)? {
+            found.entry(item_key).or_default().indexed_urls += moved;
+        }
+        Ok((batch, found))
+    }
+
+    /// Merges the batch's counter deltas, with the moves `found` against the store,
+    /// leaving out those an earlier batch's merges already hold.
+    fn merge_counters(
+        &self,
+        batch: &mut SortedBatch,
+        mut found: HashMap<Vec<u8>, Counters>,
+        extremes: &ExtremesWritten,
+    ) {
+        for (item_key, delta) in &self.counters {
+            let mut delta = *delta;
+            if let Some(moved) = found.remove(item_key.as_slice()) {
+                accumulate(&mut delta, &moved);
+            }
+            if !extremes.covers(item_key, &delta) {
+                batch.merge(&CountersKey(item_key), &delta);
+            }
+        }
+        for (item_key, delta) in found {
+            batch.merge(&CountersKey(&item_key), &delta);
+        }
+    }
+
+    /// The writes of the batch's pages, links and aggregate rows, and how many member
+    /// rows the items whose rows it changes had before it
+    /// ([`BatchRows::stored_counters`]).
+    fn rows_to_write(
+        &self,
+        db: &rocksdb::DB,
         so_far: &WrittenSoFar,
     ) -> Result<(SortedBatch, HashMap<Vec<u8>, Counters>)> {
         let mut batch = SortedBatch::default();
@@ -1225,27 +1266,6 @@ impl BatchRows {
         for (source, target) in &self.dirty_links {
             let rec = &self.links[source][target];
             batch.put(&LinkKey { source, target }, &LinkRow::of(rec));
-        }
-        // Counter moves found against the store here, besides the batch's own.
-        let mut found: HashMap<Vec<u8>, Counters> = HashMap::default();
-        let subnets = self.distinct_counts(&mut batch, db, &mut found)?;
-        for (item_key, moved) in subnet_counters(&subnets, db)? {
-            found.entry(item_key.to_vec()).or_default().ref_subnets += moved;
-        }
-        for (item_key, moved) in self.url_refs(&mut batch, db, hasher)? {
-            found.entry(item_key).or_default().indexed_urls += moved;
-        }
-        for (item_key, delta) in &self.counters {
-            let mut delta = *delta;
-            if let Some(moved) = found.remove(item_key.as_slice()) {
-                accumulate(&mut delta, &moved);
-            }
-            if !so_far.extremes.covers(item_key, &delta) {
-                batch.merge(&CountersKey(item_key), &delta);
-            }
-        }
-        for (item_key, delta) in found {
-            batch.merge(&CountersKey(&item_key), &delta);
         }
         for ((item_key, day), delta) in &self.timeline {
             let key = TimelineKey {
@@ -1403,6 +1423,24 @@ impl BatchRows {
         }
         Ok(out)
     }
+}
+
+/// Runs `f` on a thread of `scope` named `name`.
+fn spawn_named<'scope, T: Send + 'scope>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    name: &str,
+    f: impl FnOnce() -> T + Send + 'scope,
+) -> std::io::Result<std::thread::ScopedJoinHandle<'scope, T>> {
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn_scoped(scope, f)
+}
+
+/// What a scoped thread returned; its panic, if it panicked, goes on.
+fn joined<T>(thread: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    thread
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
 }
 
 /// The item keys of a URL's levels (URL, host, root domain), and with `with_index` the
