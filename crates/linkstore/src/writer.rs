@@ -1338,18 +1338,7 @@ impl BatchRows {
         let values = db.batched_multi_get_cf(cf, moves.iter().map(|(key, ..)| key), true);
         let mut indexed: HashMap<Vec<u8>, i64> = HashMap::default();
         for ((_, url, n), value) in moves.iter().zip(values) {
-            let key = UrlRefKey(url);
-            let before = match value? {
-                Some(v) => key.decode_value(&v)?.0,
-                None => 0,
-            };
-            let after = before + n;
-            if after > 0 {
-                batch.put(&key, &Count(after));
-            } else {
-                batch.delete(&key);
-            }
-            let moved = i64::from(after > 0) - i64::from(before > 0);
+            let moved = write_count(batch, &UrlRefKey(url), value?.as_deref(), *n)?;
             if moved != 0 {
                 for item_key in url_item_keys(hasher, url, true) {
                     *indexed.entry(item_key).or_default() += moved;
@@ -1383,17 +1372,7 @@ impl BatchRows {
         let mut subnets = HashMap::default();
         for ((key, n), value) in moves.into_iter().zip(values) {
             let key = DistinctKey::parse(key)?;
-            let before = match value? {
-                Some(v) => key.decode_value(&v)?.0,
-                None => 0,
-            };
-            let after = before + n;
-            if after > 0 {
-                batch.put(&key, &Count(after));
-            } else {
-                batch.delete(&key);
-            }
-            let moved = i64::from(after > 0) - i64::from(before > 0);
+            let moved = write_count(batch, &key, value?.as_deref(), n)?;
             if moved == 0 {
                 continue;
             }
@@ -1482,6 +1461,27 @@ fn url_item_keys(hasher: &ItemHasher, url: &str, with_index: bool) -> Vec<Vec<u8
         keys.push(hasher.item_key(&Item::index()));
     }
     keys
+}
+
+/// Writes a reference count `stored` moved by `n` (its row deleted at zero), and returns
+/// how its member's presence moves: 1 when it appears, -1 when it goes.
+fn write_count<K: BuiltKey<Value = Count>>(
+    batch: &mut SortedBatch,
+    key: &K,
+    stored: Option<&[u8]>,
+    n: i64,
+) -> Result<i64> {
+    let before = match stored {
+        Some(v) => key.decode_value(v)?.0,
+        None => 0,
+    };
+    let after = before + n;
+    if after > 0 {
+        batch.put(key, &Count(after));
+    } else {
+        batch.delete(key);
+    }
+    Ok(i64::from(after > 0) - i64::from(before > 0))
 }
 
 /// How each item's subnet count moves with a batch whose referring addresses appear or go
