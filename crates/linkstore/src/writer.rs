@@ -604,8 +604,10 @@ impl<'a> Writer<'a> {
         prefetch_tracked(&mut self.rows.anchors, self.store, anchors)
     }
 
-    /// Applies one contribution to the rows it touches, deriving the distinct and
-    /// referring-domain counters from the rows' values before and after.
+    /// Applies one contribution to the rows it touches, deriving the counters that
+    /// referring-domain and anchor rows feed from the rows' values before and after.
+    /// `distinct` counts other than anchor texts only move here: the write thread
+    /// resolves them.
     fn apply_contribution(&mut self, c: Contribution) -> Result<()> {
         match c {
             ref c if self.skips(c) => {}
