@@ -1010,7 +1010,7 @@ impl<'a> Writer<'a> {
             return Ok(moved);
         }
         let member = pair_member(domain, text);
-        let moved = self.bump_distinct(item_key, DistinctKind::AnchorDomain, &member, sign)?;
+        let moved = self.bump_distinct(item_key, &member, sign)?;
         let key = anchor_text_key(item_key, domain, text);
         let n = self.rows.distinct[&key];
         self.note_anchor_text(item_key, domain, key, n);
@@ -1079,16 +1079,10 @@ impl<'a> Writer<'a> {
     /// Moves the reference count of an anchor text past its referring-domain row's bound;
     /// returns the change in the number of distinct texts (+1 when the text appears, -1
     /// when its count drops to 0). Other members' counts move on the write thread.
-    fn bump_distinct(
-        &mut self,
-        item_key: &[u8],
-        kind: DistinctKind,
-        member: &str,
-        sign: i64,
-    ) -> Result<i64> {
+    fn bump_distinct(&mut self, item_key: &[u8], member: &str, sign: i64) -> Result<i64> {
         let typed = DistinctKey {
             item_key,
-            kind,
+            kind: DistinctKind::AnchorDomain,
             member,
         };
         let key = typed.encode();
@@ -1137,7 +1131,7 @@ impl<'a> Writer<'a> {
             .name("store-writer".into())
             .spawn(move || {
                 // Freeing the batch before's rows (1% of the applying thread) is left to
-                // the write thread, which has time to spare.
+                // the write thread: the applying thread is the longer of the two.
                 drop(rows_before);
                 gate();
                 let mut so_far = written_so_far.lock().unwrap_or_else(|p| p.into_inner());
@@ -1184,13 +1178,16 @@ impl BatchRows {
     /// rehashing.
     fn sized_like(before: &BatchRows) -> BatchRows {
         fn map<K, V>(like: &HashMap<K, V>) -> HashMap<K, V> {
-            HashMap::with_capacity_and_hasher(like.len() + like.len() / 8, Default::default())
+            HashMap::with_capacity_and_hasher(room(like.len()), Default::default())
+        }
+        fn room(len: usize) -> usize {
+            len + len / 8
         }
         BatchRows {
             pages: map(&before.pages),
             links: map(&before.links),
             dirty_links: HashSet::with_capacity_and_hasher(
-                before.dirty_links.len() + before.dirty_links.len() / 8,
+                room(before.dirty_links.len()),
                 Default::default(),
             ),
             counters: map(&before.counters),
