@@ -44,7 +44,9 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 mod small_urls;
+mod write_threads;
 use small_urls::UrlClass;
+use write_threads::{Helpers, Pending, WriteThreads};
 
 // Keys come from crawled pages: a randomly seeded hash, but much cheaper than SipHash,
 // which took 7% of the writer thread.
@@ -229,12 +231,14 @@ pub struct Writer<'a> {
     in_flight: Option<InFlight>,
     /// Shared with each batch's write, one at a time.
     written_so_far: Arc<Mutex<WrittenSoFar>>,
+    /// Started with the first batch written.
+    threads: Option<WriteThreads>,
 }
 
-/// A batch being written by its own thread, and its rows as they will be once written.
+/// A batch being written on the write thread, and its rows as they will be once written.
 struct InFlight {
     rows: Arc<BatchRows>,
-    write: std::thread::JoinHandle<Result<()>>,
+    write: Pending<Result<()>>,
 }
 
 /// Everything one batch writes besides its raw row writes (backlinks, expiry): what it
@@ -301,6 +305,7 @@ impl<'a> Writer<'a> {
             pending: Vec::new(),
             in_flight: None,
             written_so_far: Arc::default(),
+            threads: None,
         }
     }
 
@@ -1127,16 +1132,19 @@ impl<'a> Writer<'a> {
         let (db, written) = (Arc::clone(&self.store.db), Arc::clone(&rows));
         let written_so_far = Arc::clone(&self.written_so_far);
         let (generation, hasher) = (self.generation, self.store.hasher);
-        let write = std::thread::Builder::new()
-            .name("store-writer".into())
-            .spawn(move || {
-                // Freeing the batch before's rows (1% of the applying thread) is left to
-                // the write thread: the applying thread is the longer of the two.
-                drop(rows_before);
-                gate();
-                let mut so_far = written_so_far.lock().unwrap_or_else(|p| p.into_inner());
-                written.write(batch, &db, generation, &hasher, &mut so_far)
-            })?;
+        let threads = match &mut self.threads {
+            Some(threads) => threads,
+            threads => threads.insert(WriteThreads::start()?),
+        };
+        let helpers = Arc::clone(&threads.helpers);
+        let write = threads.writer.run(move || {
+            // Freeing the batch before's rows (1% of the applying thread) is left to the
+            // write thread: the applying thread is the longer of the two.
+            drop(rows_before);
+            gate();
+            let mut so_far = written_so_far.lock().unwrap_or_else(|p| p.into_inner());
+            written.write(batch, &db, generation, hasher, &mut so_far, &helpers)
+        });
         self.in_flight = Some(InFlight { rows, write });
         Ok(())
     }
@@ -1204,24 +1212,32 @@ impl BatchRows {
     }
 
     /// Writes the rows, with `batch`'s row writes, in one atomic write batch. Three
-    /// threads work out what to write (small URLs, counts resolved against the store,
-    /// the other rows): each mostly reads the store, and the applying thread leaves a
-    /// core idle while it waits for them.
+    /// threads work out what to write (small URLs on `helpers.settler`, counts resolved
+    /// against the store on `helpers.counts`, the other rows here): each mostly reads the
+    /// store, and the applying thread leaves a core idle while it waits for them.
     fn write(
-        &self,
-        mut batch: SortedBatch,
-        db: &rocksdb::DB,
+        self: &Arc<Self>,
+        batch: SortedBatch,
+        db: &Arc<rocksdb::DB>,
         generation: u8,
-        hasher: &ItemHasher,
+        hasher: ItemHasher,
         so_far: &mut WrittenSoFar,
+        helpers: &Helpers,
     ) -> Result<()> {
-        let (settled, (counts, found), (rows, stored)) = std::thread::scope(|scope| {
-            let settle = || self.settle_urls(&batch, db, generation, hasher);
-            let settling = spawn_named(scope, "store-settler", settle)?;
-            let counting = spawn_named(scope, "store-counts", || self.counts(db, hasher))?;
-            let rows = self.rows_to_write(db, so_far);
-            Ok::<_, crate::Error>((joined(settling)?, joined(counting)?, rows?))
-        })?;
+        let settling = {
+            let (rows, db) = (Arc::clone(self), Arc::clone(db));
+            helpers.settler.run(move || {
+                let settled = rows.settle_urls(&batch, &db, generation, &hasher);
+                (batch, settled)
+            })
+        };
+        let counting = {
+            let (rows, db) = (Arc::clone(self), Arc::clone(db));
+            helpers.counts.run(move || rows.counts(&db, &hasher))
+        };
+        let rows = self.rows_to_write(db, so_far);
+        let ((mut batch, settled), counted) = (settling.wait(), counting.wait());
+        let (settled, (counts, found), (rows, stored)) = (settled?, counted?, rows?);
         batch.append(rows);
         batch.append(counts);
         batch.append(settled.writes);
@@ -1429,24 +1445,6 @@ impl BatchRows {
         }
         Ok(out)
     }
-}
-
-/// Runs `f` on a thread of `scope` named `name`.
-fn spawn_named<'scope, T: Send + 'scope>(
-    scope: &'scope std::thread::Scope<'scope, '_>,
-    name: &str,
-    f: impl FnOnce() -> T + Send + 'scope,
-) -> std::io::Result<std::thread::ScopedJoinHandle<'scope, T>> {
-    std::thread::Builder::new()
-        .name(name.into())
-        .spawn_scoped(scope, f)
-}
-
-/// What a scoped thread returned; its panic, if it panicked, goes on.
-fn joined<T>(thread: std::thread::ScopedJoinHandle<'_, T>) -> T {
-    thread
-        .join()
-        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
 }
 
 /// The item keys of a URL's levels (URL, host, root domain), and with `with_index` the
