@@ -2,11 +2,10 @@
 //! and kept until it is dropped.
 //!
 //! A batch is written by three threads at once (the write itself, small URLs settled,
-//! counts resolved; [`super::BatchRows::write`]). Started afresh for every batch, each
-//! began with an empty allocator heap: the memory the batch before freed sat in the heaps
-//! of threads that had ended, and a new thread took fresh pages, faulted in and zeroed
-//! by the kernel (11 to 24% of those threads' time under `perf`). Kept, each thread
-//! reuses what it freed the batch before.
+//! counts resolved; [`super::BatchRows::write`]). Started and ended for every batch (174
+//! threads in a 2.12M-link round), they took the round 2-5% longer (`docs/benchmarks.md`,
+//! "Write threads kept for the writer's life"); each new thread also began with an empty
+//! allocator heap.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::mpsc;
