@@ -68,7 +68,8 @@ impl Worker {
     ) -> Pending<T> {
         let (done, result) = mpsc::sync_channel(1);
         let job: Job = Box::new(move || {
-            // The receiver may be gone (a writer dropped while unwinding): nothing waits.
+            // The receiver may be gone (its waiter unwound from another job's panic):
+            // then nothing waits for this result.
             let _ = done.send(catch_unwind(AssertUnwindSafe(f)));
         });
         let jobs = self
