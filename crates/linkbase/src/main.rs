@@ -113,9 +113,10 @@ enum Command {
         incremental: bool,
         /// Block cache of the incremental writer (512M, 4G, ...): its reads of aggregate
         /// rows miss less with more (a 2.1M-link round on an 18.1M-link index: 76.4-77.0 s
-        /// with 1G, 65.3-66.5 s with 2G, 57.1-58.0 s with the default, 6G). Default: twice
-        /// the index's size on disk (blocks are cached decompressed), at least 2G and at
-        /// most a third of memory. Crawls handed to a running server use its cache.
+        /// with 1G, 65.3-66.5 s with 2G, 57.1-58.0 s with 6G). Default: four times the
+        /// index's size on disk (blocks are cached decompressed, and a long ingest grows
+        /// the index), at least 2G and at most a third of memory. Crawls handed to a
+        /// running server use its cache.
         #[arg(long, value_parser = parse_size)]
         cache: Option<usize>,
         /// Memtables of the incremental writer, all tables together: fewer, larger
