@@ -22,6 +22,7 @@ runs=${3:-2}
 domains=$((pages / 8))
 round_pages=$((pages / 10))
 root=$(pwd)/target/bench-data/rounds
+[ "$pages" -ge 10 ] || { echo "PAGES must be at least 10" >&2; exit 2; }
 [ "$rounds" -ge 1 ] && [ "$rounds" -le 8 ] || { echo "ROUNDS must be 1 to 8" >&2; exit 2; }
 
 cargo build --release -q -p linkbase -p webgen
@@ -35,12 +36,12 @@ target/release/webgen --out "$root/crawl" --pages "$pages" --domains "$domains" 
 log "building the index from crawl 0"
 $B ingest --data "$root/index" "$root/crawl/crawl-000.jsonl.gz" > "$root/build.txt" 2> "$root/build-progress.txt"
 grep '^total' "$root/build.txt" >&2
+# Crawl 1 read once, its first ROUNDS tenths written as the rounds.
+zcat "$root/crawl/crawl-001.jsonl.gz" | awk -v n="$round_pages" -v rounds="$rounds" -v dir="$root" '
+    { i = int((NR - 1) / n); if (i < rounds) print | ("gzip -1 > " dir "/round-" i ".jsonl.gz") }'
 files=()
 for ((i = 0; i < rounds; i++)); do
-    f="$root/round-$i.jsonl.gz"
-    zcat "$root/crawl/crawl-001.jsonl.gz" |
-        sed -n "$((i * round_pages + 1)),$(((i + 1) * round_pages))p" | gzip -1 > "$f"
-    files+=("$f")
+    files+=("$root/round-$i.jsonl.gz")
 done
 
 # "FILE: ... N links (...) in Ss" per file: its links and seconds.
@@ -76,7 +77,7 @@ while read -r links secs; do
     echo "| sustained | $n | $links | $secs | $(python3 -c "print(round($links / $secs))") | | |" >> "$root/results.md"
 done < <(per_file "$root/sustained.txt")
 read -r user sys < "$root/time.txt"
-total=$(grep -o 'total: .*' "$root/sustained.txt")
+total=$(sed -n 's/^total: //p' "$root/sustained.txt")
 {
     echo
     echo "Sustained, all rounds: $total; $user s user, $sys s system."
