@@ -353,6 +353,8 @@ impl<'a> Writer<'a> {
                     delta.crawled_urls = 1;
                 }
                 self.add_counters_for_url(&crawl.url, &delta, true);
+                let urls = found_links(crawl).into_keys().chain([crawl.url.as_str()]);
+                read_url_metrics(self.store, &mut self.flows, urls)?;
                 let source = self.url_metrics(&crawl.url)?;
                 let mut existing = self.take_links(&crawl.url, source.flow, Some(crawl))?;
                 let before = page_out_domains(existing.values());
@@ -1983,18 +1985,39 @@ fn url_metrics(
     if let Some(f) = flows.get(url) {
         return Ok(f.clone());
     }
-    let f = store
-        .read()
-        .metrics(&Item::url(url))?
-        .map_or(UrlMetrics::default(), |m| UrlMetrics {
+    read_url_metrics(store, flows, std::iter::once(url))?;
+    Ok(flows[url].clone())
+}
+
+/// Reads into `flows` the metrics of those of `urls` it lacks, in one batched read: a
+/// crawl's link targets at once rather than one read each (a read view and a multi-get
+/// per URL were 4.5% of the applying thread).
+fn read_url_metrics<'u>(
+    store: &Store,
+    flows: &mut HashMap<String, UrlMetrics>,
+    urls: impl IntoIterator<Item = &'u str>,
+) -> Result<()> {
+    let mut missing: Vec<&str> = urls
+        .into_iter()
+        .filter(|u| !flows.contains_key(*u))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    missing.sort_unstable();
+    missing.dedup();
+    let items: Vec<Item> = missing.iter().map(|&url| Item::url(url)).collect();
+    for (url, metrics) in missing.into_iter().zip(store.read().metrics_many(&items)?) {
+        let f = metrics.map_or(UrlMetrics::default(), |m| UrlMetrics {
             flow: FlowPair {
                 trust_flow: m.trust_flow,
                 citation_flow: m.citation_flow,
             },
             topics: m.topics,
         });
-    flows.insert(url.to_string(), f.clone());
-    Ok(f)
+        flows.insert(url.to_string(), f);
+    }
+    Ok(())
 }
 
 #[cfg(test)]
