@@ -161,6 +161,29 @@ fn backlinks_follow_the_new_trust_flow_and_carry_flow_columns() {
         new[0].source_flow.trust_flow,
         metrics(&store, "http://www.trusted.org/").trust_flow
     );
+    // The links the crawl showed again were rewritten with their targets' metrics, which
+    // the writer reads for all of a crawl's targets at once.
+    let good = metrics(&store, "http://www.good.com/");
+    assert!(good.trust_flow > 0, "{good:?}");
+    let again = store
+        .read()
+        .backlinks(
+            &Item::parse("http://www.good.com/").unwrap(),
+            &BacklinkQuery::default(),
+        )
+        .unwrap();
+    let again = again
+        .iter()
+        .find(|r| r.source_url == "http://www.trusted.org/")
+        .expect("the link from www.trusted.org");
+    assert_eq!(again.last_seen, linkstore::day_of(T0 + 86_400));
+    assert_eq!(
+        (
+            again.target_flow.trust_flow,
+            again.target_flow.citation_flow
+        ),
+        (good.trust_flow, good.citation_flow)
+    );
     apply(
         &store,
         &[PageCrawl {
