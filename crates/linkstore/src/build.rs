@@ -234,7 +234,7 @@ impl PageRows {
                 crawl,
                 &mut links,
                 &UrlMetrics::default(),
-                &mut |_| Ok(UrlMetrics::default()),
+                &mut |targets| Ok(vec![UrlMetrics::default(); targets.len()]),
                 &mut self.report.stats,
             )?;
             for (_, new) in changes {

@@ -74,20 +74,20 @@ pub(crate) struct UrlMetrics {
 /// Changes made by a first or newer crawl: links it no longer shows are deleted with the
 /// crawl's reason, links it shows are new or seen again. The record of every link that
 /// changes moves out of `existing` into its change; the caller puts the new ones back.
-/// Nothing is moved unless every target's metrics were read.
+/// `target_metrics` gives the metrics of all the crawl's targets at once (one batched
+/// read), in the order asked. Nothing is moved unless they were read.
 pub(crate) fn newer_crawl(
     crawl: &PageCrawl,
     existing: &mut BTreeMap<String, LinkRecord>,
     source: &UrlMetrics,
-    target_metrics: &mut dyn FnMut(&str) -> Result<UrlMetrics>,
+    target_metrics: &mut dyn FnMut(&[&str]) -> Result<Vec<UrlMetrics>>,
     stats: &mut ApplyStats,
 ) -> Result<Vec<Change>> {
     let day = day_of(crawl.fetched_at);
     let found = found_links(crawl);
-    let targets = found
-        .keys()
-        .map(|target| target_metrics(target))
-        .collect::<Result<Vec<_>>>()?;
+    let wanted: Vec<&str> = found.keys().copied().collect();
+    let targets = target_metrics(&wanted)?;
+    debug_assert_eq!(targets.len(), wanted.len());
     let page_out = page_outlinks(&crawl.url, &found);
     let lost_reason = match &crawl.outcome {
         CrawlOutcome::Gone { status: 410 } => LostReason::PageGone,

@@ -353,8 +353,6 @@ impl<'a> Writer<'a> {
                     delta.crawled_urls = 1;
                 }
                 self.add_counters_for_url(&crawl.url, &delta, true);
-                let urls = found_links(crawl).into_keys().chain([crawl.url.as_str()]);
-                read_url_metrics(self.store, &mut self.flows, urls)?;
                 let source = self.url_metrics(&crawl.url)?;
                 let mut existing = self.take_links(&crawl.url, source.flow, Some(crawl))?;
                 let before = page_out_domains(existing.values());
@@ -363,7 +361,10 @@ impl<'a> Writer<'a> {
                     crawl,
                     &mut existing,
                     &source,
-                    &mut |url| url_metrics(self.store, &mut flows, url),
+                    &mut |targets| {
+                        read_url_metrics(self.store, &mut flows, targets.iter().copied())?;
+                        Ok(targets.iter().map(|&url| flows[url].clone()).collect())
+                    },
                     &mut stats,
                 );
                 self.flows = flows;
