@@ -46,7 +46,7 @@ pub fn hot_store(links: usize) -> Store {
         let _ = std::fs::remove_dir_all(&path);
         let store = Store::open(&path, &StoreOptions::default()).expect("open bench store");
         let started = Instant::now();
-        let mut w = store.writer();
+        let mut w = store.writer().expect("a new store takes crawls");
         let t0 = 1_735_689_600;
         for i in 0..links {
             let domain = i / 20;

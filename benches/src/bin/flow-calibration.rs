@@ -58,7 +58,7 @@ fn ukwa(tsv: &str, seeds: &str, out: &Path) -> Result<(), String> {
     }
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let store = Store::open(dir.path(), &StoreOptions::default()).map_err(|e| e.to_string())?;
-    let mut w = store.writer();
+    let mut w = store.writer().map_err(|e| e.to_string())?;
     for (src, targets) in &links {
         let crawl = PageCrawl {
             url: src.clone(),

@@ -66,6 +66,8 @@ pub(crate) struct Plan {
     /// Where to keep the graph and the backlink rows for a flow build, instead of
     /// writing backlinks to the store ([`crate::FlowInput`]); `None`: write them.
     pub flow_input: Option<PathBuf>,
+    /// [`crate::BuildOptions::writer_rows`].
+    pub writer_rows: bool,
 }
 
 /// What one worker made.
@@ -220,10 +222,11 @@ pub(crate) fn run_worker(worker: &mut timely::worker::Worker, plan: &Plan) -> Re
         let pages = PagesOp::new(plan, index, shared.clone());
         let views_shared = shared.clone();
         let counters_shared = shared.clone();
-        let (scratch, budget, bits, progress, file_bytes) = (
+        let (scratch, budget, bits, writer_rows, progress, file_bytes) = (
             plan.scratch.clone(),
             plan.sorter_budget,
             plan.hash_bits,
+            plan.writer_rows,
             plan.progress.clone(),
             plan.file_bytes,
         );
@@ -275,7 +278,7 @@ pub(crate) fn run_worker(worker: &mut timely::worker::Worker, plan: &Plan) -> Re
                         &scratch,
                         index,
                         budget,
-                        bits,
+                        Reducer::new(bits, budget / ITEM_BUDGET_SHARE, writer_rows),
                         views_shared,
                         views_progress,
                     );
@@ -585,7 +588,7 @@ impl ViewsOp {
         scratch: &Path,
         index: usize,
         budget: usize,
-        bits: u8,
+        reducer: Reducer,
         shared: SharedRef,
         progress: Arc<Counters>,
     ) -> ViewsOp {
@@ -596,7 +599,7 @@ impl ViewsOp {
             reducing: None,
             stage: 0,
             last_hash: None,
-            reducer: Reducer::new(bits, budget / ITEM_BUDGET_SHARE),
+            reducer,
             key: Vec::new(),
             files,
             shared,
@@ -726,7 +729,8 @@ impl ReduceOut for StageOut<'_> {
 
 /// Reduces every group of the counters' sorter: counters feed nothing.
 fn reduce_counters(sorter: Sorter, bits: u8, files: &mut Files, progress: &Counters) -> Result<()> {
-    let mut reducer = Reducer::new(bits, 0);
+    // Counters feed no `distinct` row: whether writer-only ones are written is moot.
+    let mut reducer = Reducer::new(bits, 0, true);
     reducer.start_stage(Table::Counters.stage());
     let mut groups = sorter.into_groups(<[u8]>::len)?;
     let mut key = Vec::new();

@@ -25,7 +25,7 @@ fn page(url: &str, links: &[&str]) -> PageCrawl {
 }
 
 fn apply(store: &Store, pages: &[PageCrawl]) {
-    let mut w = store.writer();
+    let mut w = store.writer().unwrap();
     for p in pages {
         w.apply(p).unwrap();
     }
@@ -367,7 +367,7 @@ fn expiry_after_a_flow_build_leaves_no_backlink_rows_behind() {
     };
     apply(&store, &[later]);
     let cutoff = linkstore::day_of(T0 + 200 * 86_400);
-    let stats = store.writer().expire_before(cutoff).unwrap();
+    let stats = store.writer().unwrap().expire_before(cutoff).unwrap();
     assert!(stats.pages >= 44, "{stats:?}");
     let left = store.read().backlinks(&good, &q).unwrap();
     assert_eq!(left.len(), 1, "{left:?}");
@@ -415,7 +415,7 @@ fn a_trusted_pages_links_are_found_again_and_a_lost_one_expires_after_a_flow_bui
     assert_eq!((news.first_seen, news.date_lost), (day(0), day(100)));
 
     // Every other page was last crawled on day 0 and leaves with its links.
-    let stats = store.writer().expire_before(day(50)).unwrap();
+    let stats = store.writer().unwrap().expire_before(day(50)).unwrap();
     assert_eq!(stats.pages as usize, web().len() - 1, "{stats:?}");
     let links = links_of_trusted();
     assert_eq!(links.len(), 1, "{links:?}");

@@ -72,6 +72,7 @@ pub fn bulk_ingest(
             let window_from = newest.saturating_sub(window_days.max(1) - 1);
             expired = store
                 .writer()
+                .map_err(store_err)?
                 .expire_before(window_from)
                 .map_err(store_err)?;
             info.expired_before = window_from;

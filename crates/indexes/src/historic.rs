@@ -133,6 +133,9 @@ pub fn build_historic(
     // The flow build takes the graph and the backlink rows from the bulk build, so
     // backlinks are written once, in their final order.
     opts.keep_flow_input = true;
+    // A snapshot is rebuilt, never updated crawl by crawl: it needs none of the rows that
+    // only the incremental writer reads.
+    opts.writer_rows = false;
     let mut report = bulkbuild::build(&building, build.files, &opts, on_progress)?;
     let kept = report
         .flow_input

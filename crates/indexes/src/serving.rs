@@ -52,7 +52,7 @@ pub fn ingest_into(
         let newest = u32::try_from(store.latest_index_counters()?.last_crawl_day).unwrap_or(0);
         window_from = newest.saturating_sub(window_days.max(1) - 1);
         if window_from > info.expired_before {
-            expired = store.writer().expire_before(window_from)?;
+            expired = store.writer()?.expire_before(window_from)?;
             info.expired_before = window_from;
         }
     }

@@ -30,11 +30,12 @@ pub struct WriterSink<'s> {
 }
 
 impl<'s> WriterSink<'s> {
-    pub fn new(store: &'s Store, batch_pages: usize) -> WriterSink<'s> {
-        WriterSink {
-            writer: store.writer(),
+    /// Refused on a snapshot store ([`Store::is_snapshot`]).
+    pub fn new(store: &'s Store, batch_pages: usize) -> linkstore::Result<WriterSink<'s>> {
+        Ok(WriterSink {
+            writer: store.writer()?,
             batch_pages,
-        }
+        })
     }
 }
 
@@ -63,6 +64,7 @@ pub fn ingest_file(
     opts: &IngestOptions,
     on_progress: &mut dyn FnMut(&Progress),
 ) -> ingest::Result<FileSummary> {
-    let mut sink = WriterSink::new(store, opts.batch_pages);
+    let mut sink =
+        WriterSink::new(store, opts.batch_pages).map_err(|e| ingest::Error::Sink(e.into()))?;
     ingest::read_file(path, &opts.read, &mut sink, on_progress)
 }

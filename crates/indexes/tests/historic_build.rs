@@ -1,12 +1,15 @@
 //! A historic build hands its flow build the graph and the backlink rows its bulk build
 //! kept, so backlinks are written once, in their final order. The snapshot it makes
-//! holds exactly the rows of a bulk build followed by a flow build over the store: every
-//! table, with 1 and 2 workers, and with 2-bit (colliding) item hashes.
+//! holds exactly the rows of a bulk build without writer-only rows followed by a flow
+//! build over the store: every table, with 1 and 2 workers, and with 2-bit (colliding)
+//! item hashes. Those are the rows of a bulk build with them, less some `distinct` rows;
+//! and a snapshot takes no crawl one by one.
 
 use bulkbuild::BuildOptions;
 use flow::{parse_seeds, RankParams, Seed};
 use indexes::{build_historic, DataDir, HistoricBuild, IndexKind};
 use linkstore::{Store, StoreOptions, ALL_CFS};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 type Rows = Vec<(&'static str, Vec<u8>, Vec<u8>)>;
@@ -80,7 +83,16 @@ fn a_historic_build_equals_a_bulk_build_then_a_flow_build() {
     for (workers, hash_bits) in [(1, 64), (2, 64), (2, 2)] {
         let opts = options(workers, hash_bits);
         let case = tmp.path().join(format!("w{workers}-b{hash_bits}"));
-        let two_passes = rows(&in_two_passes(&case.join("two"), &files, &seeds, &opts));
+        let snapshot_opts = BuildOptions {
+            writer_rows: false,
+            ..opts.clone()
+        };
+        let two_passes = rows(&in_two_passes(
+            &case.join("two"),
+            &files,
+            &seeds,
+            &snapshot_opts,
+        ));
         let one = rows(&historic(&case.join("data"), &files, &seeds, &opts));
         let count = |r: &Rows, cf: &str| r.iter().filter(|(t, ..)| *t == cf).count();
         for (cf, least) in [("backlinks", 1000), ("metrics", 100), ("top_pages", 100)] {
@@ -91,5 +103,63 @@ fn a_historic_build_equals_a_bulk_build_then_a_flow_build() {
             one == two_passes,
             "{workers} workers, {hash_bits}-bit hashes: the stores differ"
         );
+
+        // With writer rows: the same rows and more `distinct` ones (referring addresses,
+        // hosts' out-domains), none of which a snapshot lacks.
+        let full = rows(&in_two_passes(&case.join("full"), &files, &seeds, &opts));
+        let (in_full, in_one): (HashSet<_>, HashSet<_>) =
+            (full.iter().collect(), one.iter().collect());
+        assert!(in_one.is_subset(&in_full), "a snapshot row is new");
+        assert!(in_full
+            .difference(&in_one)
+            .all(|(cf, ..)| *cf == "distinct"));
+        assert!(count(&full, "distinct") > 2 * count(&one, "distinct"));
+        assert!(count(&one, "distinct") > 0, "the index's hosting rows stay");
     }
+}
+
+#[test]
+fn a_snapshot_takes_no_crawl_one_by_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = webgen::WebSpec {
+        pages: 500,
+        domains: 50,
+        crawls: 2,
+        ..Default::default()
+    };
+    let files = webgen::generate(&spec, &tmp.path().join("crawl"), &mut |_, _| {})
+        .unwrap()
+        .files;
+    let seeds = parse_seeds(&webgen::Web::new(spec).seed_file(3), "seeds").unwrap();
+    let opts = options(2, 64);
+    let store = historic(&tmp.path().join("data"), &files[..1], &seeds, &opts);
+    assert!(store.is_snapshot());
+    let before = rows(&store);
+    assert!(matches!(
+        store.writer(),
+        Err(linkstore::Error::Snapshot { .. })
+    ));
+    let err = indexes::ingest_file(
+        &store,
+        &files[1],
+        &indexes::IngestOptions::default(),
+        &mut |_| {},
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains(&store.path().display().to_string()) && err.contains("historic build"),
+        "{err}"
+    );
+    assert!(
+        rows(&store) == before,
+        "a refused ingest changed the snapshot"
+    );
+
+    // A bulk build with writer rows (a first ingest) is no snapshot.
+    let first = tmp.path().join("first");
+    bulkbuild::build(&first, &files[..1], &opts, &|_| {}).unwrap();
+    let store = Store::open(&first, &opts.store).unwrap();
+    assert!(!store.is_snapshot());
+    assert!(store.writer().is_ok());
 }

@@ -208,7 +208,7 @@ fn views_equal_a_scan_of_the_records_left_after_the_window_expires() {
     let before = store.read().index_counters().unwrap();
     // Keep the last two crawl rounds.
     let cutoff = linkstore::day_of(spec.start + 2 * spec.crawl_interval_days * 86_400);
-    let stats = store.writer().expire_before(cutoff).unwrap();
+    let stats = store.writer().unwrap().expire_before(cutoff).unwrap();
     assert!(stats.links > 0 && stats.pages > 0, "{stats:?}");
     let after = store.read().index_counters().unwrap();
     assert!(after.ext_backlinks < before.ext_backlinks);
@@ -252,7 +252,7 @@ fn views_equal_a_scan_of_the_records_left_after_the_window_expires() {
     check_out_domains(&store, &web);
     // Expiring again at the same cutoff changes nothing.
     assert_eq!(
-        store.writer().expire_before(cutoff).unwrap(),
+        store.writer().unwrap().expire_before(cutoff).unwrap(),
         Default::default()
     );
     assert_eq!(store.read().index_counters().unwrap(), after);

@@ -52,7 +52,7 @@ use std::sync::OnceLock;
 mod contribution_sum;
 pub(crate) mod item_rows;
 pub(crate) use contribution_sum::ContributionSum;
-use item_rows::{item_rows, Row};
+use item_rows::{item_rows, MemberRows, Row};
 
 /// A column family a bulk build writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -365,6 +365,9 @@ pub struct Reducer {
     /// `item_key | kind | subnet` of the last referring address reduced.
     last_subnet: Vec<u8>,
     anchor_run: AnchorRun,
+    /// Whether `distinct` rows that only the incremental writer reads are written
+    /// (`Reducer::new`).
+    writer_rows: bool,
 }
 
 /// One referring domain's anchor texts as they are reduced (`distinct` kind 3 rows,
@@ -379,8 +382,11 @@ struct AnchorRun {
     domain: String,
     /// Each text's `distinct` key, text and count, while there are at most the bound.
     held: Vec<(Vec<u8>, String, i64)>,
-    /// Texts written as `distinct` rows, once past the bound.
+    /// Texts written as `distinct` rows (or, in a snapshot, counted), once past the
+    /// bound.
     written: i64,
+    /// Whether those rows are written ([`Reducer::new`]'s `writer_rows`).
+    writer_rows: bool,
 }
 
 impl AnchorRun {
@@ -395,7 +401,9 @@ impl AnchorRun {
             self.domain.push_str(domain);
         }
         if self.written > 0 {
-            out.row(Table::Distinct, &raw, &Count(n).encode());
+            if self.writer_rows {
+                out.row(Table::Distinct, &raw, &Count(n).encode());
+            }
             self.written += 1;
             return;
         }
@@ -403,7 +411,9 @@ impl AnchorRun {
         self.held.push((raw, text, n));
         if self.held.len() as i64 > ANCHORS_IN_ROW {
             for (raw, _, n) in self.held.drain(..) {
-                out.row(Table::Distinct, &raw, &Count(n).encode());
+                if self.writer_rows {
+                    out.row(Table::Distinct, &raw, &Count(n).encode());
+                }
                 self.written += 1;
             }
         }
@@ -483,8 +493,10 @@ impl RankedCopies {
 
 impl Reducer {
     /// `item_budget`: about how many bytes of members an item's sums may hold before the
-    /// item is reduced stage by stage instead of in memory.
-    pub fn new(hash_bits: u8, item_budget: usize) -> Reducer {
+    /// item is reduced stage by stage instead of in memory. Without `writer_rows` the
+    /// `distinct` rows only the incremental writer reads are counted but not written
+    /// (a snapshot store, [`crate::Store::mark_snapshot`]).
+    pub fn new(hash_bits: u8, item_budget: usize, writer_rows: bool) -> Reducer {
         Reducer {
             hasher: ItemHasher::new(hash_bits),
             contributions: Vec::new(),
@@ -495,7 +507,11 @@ impl Reducer {
             ranked_ref_domains: RankedCopies::default(),
             ranked_anchors: RankedCopies::default(),
             last_subnet: Vec::new(),
-            anchor_run: AnchorRun::default(),
+            anchor_run: AnchorRun {
+                writer_rows,
+                ..AnchorRun::default()
+            },
+            writer_rows,
         }
     }
 
@@ -521,9 +537,13 @@ impl Reducer {
             return;
         }
         let (hasher, rows) = (&self.hasher, &mut self.item_rows);
+        let writer_rows = self.writer_rows;
         self.sum.drain_items(&mut |item| {
             let backlinks = item.counters.map_or(0, |c| c.ext_backlinks);
-            let keep = keeps_member_rows(&item.key, backlinks);
+            let keep = MemberRows {
+                members: keeps_member_rows(&item.key, backlinks),
+                writer_rows,
+            };
             item_rows(item, hasher, keep, rows, &mut |(t, k, v)| out.feed(t, k, v));
         });
         // Items that share a partition hash (forced collisions) interleave.
@@ -625,7 +645,8 @@ impl Reducer {
                     self.sum.add_anchor_ref_domain(key.item_key, text, fed);
                     return Ok(());
                 }
-                if self.sum.keeps_member_rows(key.item_key) {
+                let written = self.writer_rows || !key.kind.is_writer_only();
+                if written && self.sum.keeps_member_rows(key.item_key) {
                     let (t, k, v) = row(&key, &Count(n));
                     out.row(t, &k, &v);
                 }

@@ -20,6 +20,16 @@ pub enum Error {
         found: u8,
         supported: u8,
     },
+    /// An incremental write into a snapshot store, which has none of the rows the
+    /// incremental writer reads.
+    #[error(
+        "{}: this index is a snapshot made by a historic build and cannot take crawls one \
+         by one (it keeps none of the rows the incremental writer moves its counters \
+         with): build a new snapshot with `linkbase historic build` from all its crawl \
+         files, or ingest into the fresh index (`--index fresh`)",
+        path.display()
+    )]
+    Snapshot { path: std::path::PathBuf },
     /// An item string that is not a URL, host or domain.
     #[error("invalid item {item:?}: {reason}")]
     InvalidItem { item: String, reason: String },

@@ -621,7 +621,7 @@ mod tests {
     fn flowed_naming(buffer: usize, threads: usize, by_hash: bool) -> Vec<(Vec<u8>, Vec<u8>)> {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
-        let mut w = store.writer();
+        let mut w = store.writer().unwrap();
         for i in 0..300 {
             w.apply(&PageCrawl {
                 url: format!("http://s{i}.com/"),

@@ -253,6 +253,16 @@ pub enum DistinctKind {
 }
 
 impl DistinctKind {
+    /// Whether rows of this kind exist only for the incremental writer, to move the
+    /// counters they stand behind exactly (no read looks them up): a snapshot store
+    /// ([`crate::Store::is_snapshot`]) has none.
+    pub(crate) fn is_writer_only(self) -> bool {
+        matches!(
+            self,
+            DistinctKind::RefIp | DistinctKind::AnchorDomain | DistinctKind::OutDomain
+        )
+    }
+
     pub(crate) fn from_u8(b: u8) -> Option<DistinctKind> {
         Some(match b {
             1 => DistinctKind::RefIp,

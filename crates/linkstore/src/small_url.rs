@@ -10,7 +10,7 @@
 //! addresses, subnets, anchor texts) are kept for every item.
 
 use crate::aggregate::Counters;
-use crate::build::item_rows::{item_rows, Row};
+use crate::build::item_rows::{item_rows, MemberRows, Row};
 use crate::build::ContributionSum;
 use crate::build::Table;
 use crate::item::{Item, Level};
@@ -79,7 +79,13 @@ pub(crate) fn url_views<'r>(
             }
         }
     };
-    sum.drain_items(&mut |item_sum| item_rows(item_sum, hasher, with_rows, &mut rows, &mut fed));
+    // The incremental writer writes these rows (a URL crossing the bound), and no
+    // snapshot takes it.
+    let keep = MemberRows {
+        members: with_rows,
+        writer_rows: true,
+    };
+    sum.drain_items(&mut |item_sum| item_rows(item_sum, hasher, keep, &mut rows, &mut fed));
     (rows, counters)
 }
 

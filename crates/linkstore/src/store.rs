@@ -14,7 +14,7 @@ use rocksdb::{
     ColumnFamilyDescriptor, Options, DB,
 };
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 /// What readers are shown once a writer publishes: a snapshot and the flow generation it
@@ -25,9 +25,11 @@ struct Published {
 }
 
 /// Version of the key layout and column-family set, stored under `meta/format`.
-pub const FORMAT_VERSION: u8 = 15;
+pub const FORMAT_VERSION: u8 = 16;
 
 pub(crate) const CF_META: &str = "meta";
+/// `meta` key present in a snapshot store ([`Store::is_snapshot`]).
+const SNAPSHOT: &[u8] = b"snapshot";
 pub(crate) const CF_LINKS: &str = "links";
 pub(crate) const CF_BACKLINKS: &str = "backlinks";
 pub(crate) const CF_PAGES: &str = "pages";
@@ -121,6 +123,8 @@ pub struct Store {
     /// One writer at a time: an ingest `Writer` or a `FlowUpdate`.
     pub(crate) write_lock: Mutex<()>,
     cache: Cache,
+    /// See [`Store::is_snapshot`].
+    snapshot: AtomicBool,
 }
 
 /// The smallest key greater than every key starting with `prefix`, if any.
@@ -358,7 +362,9 @@ impl Store {
         let generation = db
             .get_cf(meta, b"generation")?
             .map_or(0, |v| v.first().copied().unwrap_or(0));
+        let snapshot = db.get_cf(meta, SNAPSHOT)?.is_some();
         Ok(Store {
+            snapshot: AtomicBool::new(snapshot),
             published: RwLock::new(None),
             db: Arc::new(db),
             hasher: ItemHasher::new(hash_bits),
@@ -463,9 +469,33 @@ impl Store {
         cf_handle(&self.db, name)
     }
 
-    /// A writer applying page crawls in batches.
-    pub fn writer(&self) -> Writer<'_> {
-        Writer::new(self)
+    /// A writer applying page crawls in batches; refused on a snapshot.
+    pub fn writer(&self) -> Result<Writer<'_>> {
+        if self.is_snapshot() {
+            return Err(Error::Snapshot {
+                path: self.path.clone(),
+            });
+        }
+        Ok(Writer::new(self))
+    }
+
+    /// Whether this store was bulk-built without the `distinct` rows that only the
+    /// incremental writer reads ([`crate::keys::DistinctKind::is_writer_only`]): it serves every read
+    /// as any other store does, but takes no crawl one by one (a historic snapshot is
+    /// rebuilt, not updated).
+    pub fn is_snapshot(&self) -> bool {
+        self.snapshot.load(Ordering::Acquire)
+    }
+
+    /// Marks a store built without writer-only rows as a snapshot (synced), before its
+    /// rows are added: from then on [`Store::writer`] refuses it.
+    pub fn mark_snapshot(&self) -> Result<()> {
+        let mut sync = rocksdb::WriteOptions::default();
+        sync.set_sync(true);
+        self.db
+            .put_cf_opt(self.cf(CF_META), SNAPSHOT, [1u8], &sync)?;
+        self.snapshot.store(true, Ordering::Release);
+        Ok(())
     }
 
     /// Whole-index totals as last written, published or not (for the writer's side).

@@ -2053,7 +2053,7 @@ mod tests {
     fn a_day_noted_by_the_batch_in_flight_reaches_a_row_loaded_meanwhile() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
-        let mut w = store.writer();
+        let mut w = store.writer().unwrap();
         w.apply(&crawl("http://s.org/a", T0)).unwrap();
         w.commit().unwrap();
 
@@ -2086,7 +2086,7 @@ mod tests {
     fn an_external_link_is_kept_once_rebuilt_when_seen_again_and_read_when_changed() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path(), &StoreOptions::default()).unwrap();
-        let mut w = store.writer();
+        let mut w = store.writer().unwrap();
         w.apply(&crawl("http://s.org/a", T0)).unwrap();
         w.commit().unwrap();
         let link = link_key("http://s.org/a", "http://t.com/");

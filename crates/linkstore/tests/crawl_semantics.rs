@@ -40,7 +40,7 @@ fn open(bits: u8) -> (tempfile::TempDir, Store) {
 }
 
 fn apply_all(store: &Store, crawls: &[PageCrawl]) {
-    let mut w = store.writer();
+    let mut w = store.writer().unwrap();
     for c in crawls {
         w.apply(c).unwrap();
     }
@@ -1007,6 +1007,7 @@ fn ranked_copies_follow_an_item_across_the_bound() {
     // Expiring the early ten leaves n - 10 (within the bound): every copy goes.
     let stats = store
         .writer()
+        .unwrap()
         .expire_before(linkstore::day_of(T0 + 5 * DAY))
         .unwrap();
     assert_eq!(stats.pages, 10, "{stats:?}");
@@ -1045,7 +1046,7 @@ fn referring_subnets_follow_their_addresses() {
             (c.ref_ips, c.ref_subnets)
         })
     };
-    let mut w = store.writer();
+    let mut w = store.writer().unwrap();
     w.apply(&crawl("http://a.com/", "10.0.1.5", T0)).unwrap();
     w.apply(&crawl("http://c.com/", "10.0.10.1", T0)).unwrap();
     // The next crawls read this batch's subnets while it is written.
@@ -1064,6 +1065,7 @@ fn referring_subnets_follow_their_addresses() {
     // a.com and c.com expire: 10.0.1.0/24 keeps b.com's address, 10.0.10.0/24 goes.
     let stats = store
         .writer()
+        .unwrap()
         .expire_before(linkstore::day_of(T0 + 5 * DAY))
         .unwrap();
     assert_eq!(stats.pages, 2, "{stats:?}");

@@ -12,7 +12,7 @@ fn each_table_reports_its_rows_and_where_its_bytes_go() {
         "https://b.example/x",
         "https://src.example/in",
     ];
-    let mut w = store.writer();
+    let mut w = store.writer().unwrap();
     w.apply(&PageCrawl {
         url: "https://src.example/".into(),
         fetched_at: 1_735_689_600,

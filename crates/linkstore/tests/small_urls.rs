@@ -46,7 +46,7 @@ fn open(dir: &std::path::Path) -> Store {
 /// Applies `crawls`, committing every `per_batch` in the background (the next batch is
 /// applied while the last is written).
 fn apply(store: &Store, crawls: &[PageCrawl], per_batch: usize) {
-    let mut w = store.writer();
+    let mut w = store.writer().unwrap();
     for chunk in crawls.chunks(per_batch) {
         for c in chunk {
             w.apply(c).unwrap();
@@ -147,6 +147,7 @@ fn a_url_crossing_the_row_bound_gains_and_loses_its_rows() {
     // The early pages leave the window: HOT keeps 40 backlinks, and no rows.
     pipelined
         .writer()
+        .unwrap()
         .expire_before(linkstore::day_of(T0 + 5 * DAY))
         .unwrap();
     assert_eq!(member_rows(&pipelined, HOT), 0);

@@ -433,7 +433,7 @@ mod tests {
                 fn feed(&mut self, _: Table, _: Vec<u8>, _: Vec<u8>) {}
                 fn cut(&mut self) {}
             }
-            let mut reducer = Reducer::new(64, BUDGET);
+            let mut reducer = Reducer::new(64, BUDGET, true);
             reducer.start_stage(Table::Distinct.stage());
             let mut rows = Final(BTreeMap::new());
             for ((table, key), values) in groups {

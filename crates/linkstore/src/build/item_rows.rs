@@ -27,15 +27,30 @@ use crate::views::{
 /// A row as the reducer hands it on: `(table, key, value)`.
 pub(crate) type Row = (Table, Vec<u8>, Vec<u8>);
 
+/// Which of an item's member rows are written.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct MemberRows {
+    /// Its `distinct`, `refdomains` and `anchors` rows at all: not for a URL with few
+    /// backlinks ([`crate::small_url`]).
+    pub members: bool,
+    /// Also the `distinct` rows only the incremental writer reads (not in a snapshot).
+    pub writer_rows: bool,
+}
+
+impl MemberRows {
+    fn distinct(self, kind: DistinctKind) -> bool {
+        self.members && (self.writer_rows || !kind.is_writer_only())
+    }
+}
+
 /// Adds the final rows of one item's whole sum to `rows` (in no particular order), and
 /// gives `fed` the counters rows: the item's own, and those of referring root domains
-/// that gain an out-domain. Without `keep_members` (a URL with few backlinks,
-/// [`crate::small_url`]) the item's `distinct`, `refdomains` and `anchors` rows are
-/// counted but not added. Drains the sum.
+/// that gain an out-domain. Member rows that `keep` leaves out are counted but not
+/// added. Drains the sum.
 pub(crate) fn item_rows(
     sum: &mut ItemSum,
     hasher: &ItemHasher,
-    keep_members: bool,
+    keep: MemberRows,
     rows: &mut Vec<Row>,
     fed: &mut dyn FnMut(Row),
 ) {
@@ -70,13 +85,7 @@ pub(crate) fn item_rows(
         if *kind == DistinctKind::AnchorDomain {
             let (domain, text) = split_anchor_member(member);
             if domain != run_domain {
-                end_anchor_run(
-                    &run_domain,
-                    &mut run,
-                    &mut sum.ref_domains,
-                    keep_members,
-                    rows,
-                );
+                end_anchor_run(&run_domain, &mut run, &mut sum.ref_domains, keep, rows);
                 run_domain = domain.to_string();
             }
             run.push((std::mem::take(key), text.to_string(), *n));
@@ -92,7 +101,7 @@ pub(crate) fn item_rows(
             }
             continue;
         }
-        if keep_members {
+        if keep.distinct(*kind) {
             rows.push((Table::Distinct, std::mem::take(key), Count(*n).encode()));
         }
         if *kind == DistinctKind::RefIp {
@@ -109,13 +118,7 @@ pub(crate) fn item_rows(
             count(&delta);
         }
     }
-    end_anchor_run(
-        &run_domain,
-        &mut run,
-        &mut sum.ref_domains,
-        keep_members,
-        rows,
-    );
+    end_anchor_run(&run_domain, &mut run, &mut sum.ref_domains, keep, rows);
 
     let ref_domains: Vec<_> = sum
         .ref_domains
@@ -138,7 +141,7 @@ pub(crate) fn item_rows(
             item_key,
             domain: &value.domain,
         };
-        push_member(rows, keep_members, &key, copy.as_ref(), &value);
+        push_member(rows, keep.members, &key, copy.as_ref(), &value);
     }
 
     let anchors: Vec<_> = sum
@@ -161,7 +164,7 @@ pub(crate) fn item_rows(
             item_key,
             text: &value.text,
         };
-        push_member(rows, keep_members, &key, copy.as_ref(), &value);
+        push_member(rows, keep.members, &key, copy.as_ref(), &value);
     }
 
     for (day, delta) in sum.timeline.drain(..) {
@@ -181,7 +184,7 @@ fn end_anchor_run(
     domain: &str,
     run: &mut Vec<(Vec<u8>, String, i64)>,
     ref_domains: &mut HashMap<String, RefDomain>,
-    keep_members: bool,
+    keep: MemberRows,
     rows: &mut Vec<Row>,
 ) {
     if run.is_empty() {
@@ -196,7 +199,7 @@ fn end_anchor_run(
         anchors.counts = run.drain(..).map(|(_, text, n)| (text, n)).collect();
     } else {
         for (key, _, n) in run.drain(..) {
-            if keep_members {
+            if keep.distinct(DistinctKind::AnchorDomain) {
                 rows.push((Table::Distinct, key, Count(n).encode()));
             }
         }
