@@ -2,7 +2,7 @@
 //! API requests runs, the fresh window expiring, historic builds swapped in while serving
 //! (and one killed half-way), and `datasource` choosing the data of every command.
 
-use linkbase_tests::{code, create_account, create_key, linkbase, run, Server};
+use linkbase_tests::{code, create_account, create_key, linkbase, run, run_failing, Server};
 use serde_json::Value;
 use std::collections::{BTreeSet, HashSet};
 use std::path::Path;
@@ -543,4 +543,33 @@ fn datasource_selects_the_index_of_every_command() {
             .to_string();
         assert_eq!(info, format!("{expected} rows"), "{index}");
     }
+}
+
+#[test]
+fn a_historic_snapshot_is_rebuilt_not_ingested_into() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, files) = crawls(dir.path(), 500, 2);
+    let data = dir.path().join("data");
+    let d = data.to_str().unwrap();
+    let seeds = seeds();
+    run(&[
+        "historic", "build", "--data", d, "--seeds", &seeds, &files[0],
+    ]);
+    let totals = || run(&["stats", "--data", d]);
+    let before = totals();
+
+    let err = run_failing(&["ingest", "--data", d, &files[1]]);
+    assert!(
+        err.contains("historic build") && err.contains("--index fresh"),
+        "{err}"
+    );
+    assert_eq!(totals(), before, "the refused ingest changed the snapshot");
+
+    // The same files make a new snapshot; the fresh index takes crawls one by one.
+    run(&[
+        "historic", "build", "--data", d, "--seeds", &seeds, &files[0], &files[1],
+    ]);
+    assert_ne!(totals(), before);
+    run(&["ingest", "--data", d, "--index", "fresh", &files[0]]);
+    run(&["ingest", "--data", d, "--index", "fresh", &files[1]]);
 }

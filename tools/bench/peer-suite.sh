@@ -69,6 +69,8 @@ $B historic build --data "$root/lb-historic" --seeds "$root/seeds.tsv" "$root"/c
 t1=$(now)
 lb_historic=$(secs_between "$t0" "$t1")
 lb_historic_flow=$(grep -o 'flow metrics: [0-9.]*' "$root/lb-historic.txt" | awk '{print $3}')
+# A snapshot keeps none of the rows only the incremental writer reads.
+lb_historic_bytes=$(du -sb "$root"/lb-historic/historic-[0-9]* | awk '{s += $1} END {print s}')
 rm -rf "$root/lb-historic"
 
 # --- PostgreSQL: COPY, indexes, aggregate tables ----------------------------------------
@@ -292,7 +294,7 @@ print("|---|---|---|---|")
 print(f"| load to a queryable store, links/s | {links/lb_ingest:,.0f} ({lb_ingest:.0f} s, from gzipped crawl files) | {rows/pg_total:,.0f} ({pg_copy:.0f} s COPY + {pg_index:.0f} s indexes + {pg_agg:.0f} s aggregates, from parsed CSV) | {(rows/pg_total)/(links/lb_ingest):.2f} |")
 print(f"| flow metrics | {$lb_flow:.1f} s (\`linkbase flow\` over the built store) | - | - |")
 print(f"| historic build: bulk build and flow metrics | {links/$lb_historic:,.0f} links/s ({$lb_historic:.0f} s; flow stage {float('$lb_historic_flow'):.1f} s, reading the graph and backlinks the build kept) | - | - |")
-print(f"| bytes per backlink | {int('$lb_bytes')/rows:,.0f} (every link, three levels, all views) | {int('$pg_bytes')/rows:,.0f} table+indexes, {int('$pg_bytes_all')/rows:,.0f} with aggregates | {int('$pg_bytes_all')/int('$lb_bytes'):.2f} |")
+print(f"| bytes per backlink | {int('$lb_bytes')/rows:,.0f} (every link, three levels, all views); historic snapshot {int('$lb_historic_bytes')/rows:,.0f} | {int('$pg_bytes')/rows:,.0f} table+indexes, {int('$pg_bytes_all')/rows:,.0f} with aggregates | {int('$pg_bytes_all')/int('$lb_bytes'):.2f} |")
 names = {"top100": "top 100 by SourceTrustFlow", "top100_live": "top 100, live links only",
   "top100_per_domain": "top 100, one per referring domain", "rows50000": "50,000 backlinks",
   "refdomains100": "referring domains, top 100 (PostgreSQL: static aggregate table)",

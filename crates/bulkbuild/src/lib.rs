@@ -49,11 +49,11 @@ pub struct BuildOptions {
     /// ([`BuildReport::flow_input`]) instead of writing backlinks to the store: the
     /// store is queryable once that flow build has published them.
     pub keep_flow_input: bool,
-    /// Write the `distinct` rows that only the incremental writer reads (referring
-    /// addresses, a referring domain's texts past 64, hosts' out-domains). Without them
-    /// the store serves every read as well, is about 9% smaller and builds about 5%
-    /// faster (`docs/benchmarks.md`), and is marked a snapshot, which takes no crawl one
-    /// by one ([`linkstore::Store::is_snapshot`]): a historic build.
+    /// Write the rows that only the incremental writer reads (external links' `links`
+    /// summaries, `urls`, `expiry`, writer-only `distinct` kinds; `docs/format.md`,
+    /// "Snapshots"). Without them the store serves every read as well and is smaller,
+    /// and is marked a snapshot, which takes no crawl one by one
+    /// ([`linkstore::Store::is_snapshot`]): a historic build.
     pub writer_rows: bool,
     /// Raw bytes (keys and values) of rows after which an SST file of a table with a
     /// dictionary is finished and the next begun. RocksDB holds such a file's blocks

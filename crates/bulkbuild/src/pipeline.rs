@@ -478,7 +478,7 @@ impl PagesOp {
                 plan.sorter_budget,
             )),
             groups: None,
-            rows: PageRows::new(plan.hash_bits),
+            rows: PageRows::new(plan.hash_bits, plan.writer_rows),
             files: Files::new(
                 &plan.scratch,
                 plan.flow_input.as_deref(),

@@ -104,17 +104,25 @@ fn a_historic_build_equals_a_bulk_build_then_a_flow_build() {
             "{workers} workers, {hash_bits}-bit hashes: the stores differ"
         );
 
-        // With writer rows: the same rows and more `distinct` ones (referring addresses,
-        // hosts' out-domains), none of which a snapshot lacks.
+        // With writer rows: the same rows, and those of the tables only the incremental
+        // writer reads: referring addresses and hosts' out-domains in `distinct`, URL
+        // reference counts, the expiry index, external links' `links` summaries.
         let full = rows(&in_two_passes(&case.join("full"), &files, &seeds, &opts));
         let (in_full, in_one): (HashSet<_>, HashSet<_>) =
             (full.iter().collect(), one.iter().collect());
         assert!(in_one.is_subset(&in_full), "a snapshot row is new");
+        let writer_only = ["distinct", "urls", "expiry", "links"];
         assert!(in_full
             .difference(&in_one)
-            .all(|(cf, ..)| *cf == "distinct"));
+            .all(|(cf, ..)| writer_only.contains(cf)));
         assert!(count(&full, "distinct") > 2 * count(&one, "distinct"));
         assert!(count(&one, "distinct") > 0, "the index's hosting rows stay");
+        for cf in ["urls", "expiry"] {
+            assert!(count(&full, cf) > 100 && count(&one, cf) == 0, "{cf}");
+        }
+        // Internal links' records stay (the flow graph reads them).
+        let links = (count(&one, "links"), count(&full, "links"));
+        assert!(links.0 > 100 && links.1 > links.0 + 1000, "{links:?}");
     }
 }
 

@@ -181,16 +181,20 @@ pub struct PageRows {
     contributions: Vec<Contribution>,
     sum: ContributionSum,
     pub report: PageReport,
+    /// Whether external links' `links` rows are emitted ([`Reducer::new`]).
+    writer_rows: bool,
 }
 
 impl PageRows {
-    /// `hash_bits`: as the store was created with ([`Store::hash_bits`](crate::Store::hash_bits)).
-    pub fn new(hash_bits: u8) -> PageRows {
+    /// `hash_bits`: as the store was created with ([`Store::hash_bits`](crate::Store::hash_bits));
+    /// `writer_rows` as for [`Reducer::new`].
+    pub fn new(hash_bits: u8, writer_rows: bool) -> PageRows {
         PageRows {
             hasher: ItemHasher::new(hash_bits),
             contributions: Vec::new(),
             sum: ContributionSum::default(),
             report: PageReport::default(),
+            writer_rows,
         }
     }
 
@@ -250,7 +254,12 @@ impl PageRows {
 
         let mut records: Vec<LinkRecord> = links.into_values().collect();
         records.sort_by_key(|r| url_hash(&r.target_url));
-        for rec in &records {
+        // An external link's `links` row only helps the incremental writer re-crawl the
+        // page (its record is in `backlinks`): a snapshot has none.
+        for rec in records
+            .iter()
+            .filter(|r| self.writer_rows || r.is_internal())
+        {
             let key = LinkKey {
                 source: &rec.source_url,
                 target: &rec.target_url,
@@ -494,8 +503,9 @@ impl RankedCopies {
 impl Reducer {
     /// `item_budget`: about how many bytes of members an item's sums may hold before the
     /// item is reduced stage by stage instead of in memory. Without `writer_rows` the
-    /// `distinct` rows only the incremental writer reads are counted but not written
-    /// (a snapshot store, [`crate::Store::mark_snapshot`]).
+    /// rows only the incremental writer reads (`urls`, `expiry`, writer-only `distinct`
+    /// kinds) are counted but not written (a snapshot store,
+    /// [`crate::Store::mark_snapshot`]).
     pub fn new(hash_bits: u8, item_budget: usize, writer_rows: bool) -> Reducer {
         Reducer {
             hasher: ItemHasher::new(hash_bits),
@@ -620,7 +630,11 @@ impl Reducer {
                 // One row per key; a second one is a 64-bit hash collision of two links
                 // (the incremental writer keeps one too).
                 if let Some(v) = values.next_value() {
-                    out.row(table, key, v);
+                    // Only the incremental writer's window expiry reads `expiry`: a
+                    // snapshot never expires.
+                    if self.writer_rows || table != Table::Expiry {
+                        out.row(table, key, v);
+                    }
                 }
             }
             Table::Distinct if self.stage == Table::Backlinks.stage() => {
@@ -735,7 +749,9 @@ impl Reducer {
                 if n <= 0 {
                     return Ok(());
                 }
-                emit_final(out, &key, &Count(n));
+                if self.writer_rows {
+                    emit_final(out, &key, &Count(n));
+                }
                 let delta = Counters {
                     indexed_urls: 1,
                     ..Default::default()

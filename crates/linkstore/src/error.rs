@@ -24,9 +24,9 @@ pub enum Error {
     /// incremental writer reads.
     #[error(
         "{}: this index is a snapshot made by a historic build and cannot take crawls one \
-         by one (it keeps none of the rows the incremental writer moves its counters \
-         with): build a new snapshot with `linkbase historic build` from all its crawl \
-         files, or ingest into the fresh index (`--index fresh`)",
+         by one (it keeps none of the rows only the incremental writer reads): build a \
+         new snapshot with `linkbase historic build` from all its crawl files, or ingest \
+         into the fresh index (`--index fresh`)",
         path.display()
     )]
     Snapshot { path: std::path::PathBuf },

@@ -479,10 +479,10 @@ impl Store {
         Ok(Writer::new(self))
     }
 
-    /// Whether this store was bulk-built without the `distinct` rows that only the
-    /// incremental writer reads ([`crate::keys::DistinctKind::is_writer_only`]): it serves every read
-    /// as any other store does, but takes no crawl one by one (a historic snapshot is
-    /// rebuilt, not updated).
+    /// Whether this store was bulk-built without the rows that only the incremental
+    /// writer reads (`docs/format.md`, "Snapshots"): it serves every read as any other
+    /// store does, but takes no crawl one by one (a historic snapshot is rebuilt, not
+    /// updated).
     pub fn is_snapshot(&self) -> bool {
         self.snapshot.load(Ordering::Acquire)
     }
