@@ -67,19 +67,26 @@ fn historic(data: &Path, files: &[PathBuf], seeds: &[Seed], opts: &BuildOptions)
     dir.open(IndexKind::Historic, &opts.store).unwrap()
 }
 
+/// The crawl files of a generated web of `pages` (a tenth as many domains), and seeds of
+/// its `seeds` most linked domains.
+fn web(dir: &Path, pages: usize, crawls: usize, seeds: usize) -> (Vec<PathBuf>, Vec<Seed>) {
+    let spec = webgen::WebSpec {
+        pages,
+        domains: pages / 10,
+        crawls,
+        ..Default::default()
+    };
+    let files = webgen::generate(&spec, &dir.join("crawl"), &mut |_, _| {})
+        .unwrap()
+        .files;
+    let seeds = parse_seeds(&webgen::Web::new(spec).seed_file(seeds), "seeds").unwrap();
+    (files, seeds)
+}
+
 #[test]
 fn a_historic_build_equals_a_bulk_build_then_a_flow_build() {
     let tmp = tempfile::tempdir().unwrap();
-    let spec = webgen::WebSpec {
-        pages: 3000,
-        domains: 300,
-        crawls: 3,
-        ..Default::default()
-    };
-    let files = webgen::generate(&spec, &tmp.path().join("crawl"), &mut |_, _| {})
-        .unwrap()
-        .files;
-    let seeds = parse_seeds(&webgen::Web::new(spec).seed_file(5), "seeds").unwrap();
+    let (files, seeds) = web(tmp.path(), 3000, 3, 5);
     for (workers, hash_bits) in [(1, 64), (2, 64), (2, 2)] {
         let opts = options(workers, hash_bits);
         let case = tmp.path().join(format!("w{workers}-b{hash_bits}"));
@@ -129,16 +136,7 @@ fn a_historic_build_equals_a_bulk_build_then_a_flow_build() {
 #[test]
 fn a_snapshot_takes_no_crawl_one_by_one() {
     let tmp = tempfile::tempdir().unwrap();
-    let spec = webgen::WebSpec {
-        pages: 500,
-        domains: 50,
-        crawls: 2,
-        ..Default::default()
-    };
-    let files = webgen::generate(&spec, &tmp.path().join("crawl"), &mut |_, _| {})
-        .unwrap()
-        .files;
-    let seeds = parse_seeds(&webgen::Web::new(spec).seed_file(3), "seeds").unwrap();
+    let (files, seeds) = web(tmp.path(), 500, 2, 3);
     let opts = options(2, 64);
     let store = historic(&tmp.path().join("data"), &files[..1], &seeds, &opts);
     assert!(store.is_snapshot());
