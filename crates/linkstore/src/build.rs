@@ -391,16 +391,21 @@ struct AnchorRun {
     domain: String,
     /// Each text's `distinct` key, text and count, while there are at most the bound.
     held: Vec<(Vec<u8>, String, i64)>,
-    /// Texts written as `distinct` rows (or, in a snapshot, counted), once past the
-    /// bound.
+    /// Texts past the bound: written as `distinct` rows (in a snapshot only counted).
     written: i64,
-    /// Whether those rows are written ([`Reducer::new`]'s `writer_rows`).
-    writer_rows: bool,
 }
 
 impl AnchorRun {
-    /// The next anchor text (of `domain`) of an item, with its count.
-    fn add(&mut self, key: &DistinctKey<'_>, domain: &str, n: i64, out: &mut dyn ReduceOut) {
+    /// The next anchor text (of `domain`) of an item, with its count; past the bound its
+    /// `distinct` row is written if `write` (not in a snapshot).
+    fn add(
+        &mut self,
+        key: &DistinctKey<'_>,
+        domain: &str,
+        n: i64,
+        write: bool,
+        out: &mut dyn ReduceOut,
+    ) {
         let raw = key.encode();
         let prefix_len = key.item_key.len() + 1 + domain.len() + 1;
         if raw[..prefix_len] != self.prefix[..] {
@@ -410,7 +415,7 @@ impl AnchorRun {
             self.domain.push_str(domain);
         }
         if self.written > 0 {
-            if self.writer_rows {
+            if write {
                 out.row(Table::Distinct, &raw, &Count(n).encode());
             }
             self.written += 1;
@@ -420,7 +425,7 @@ impl AnchorRun {
         self.held.push((raw, text, n));
         if self.held.len() as i64 > ANCHORS_IN_ROW {
             for (raw, _, n) in self.held.drain(..) {
-                if self.writer_rows {
+                if write {
                     out.row(Table::Distinct, &raw, &Count(n).encode());
                 }
                 self.written += 1;
@@ -517,10 +522,7 @@ impl Reducer {
             ranked_ref_domains: RankedCopies::default(),
             ranked_anchors: RankedCopies::default(),
             last_subnet: Vec::new(),
-            anchor_run: AnchorRun {
-                writer_rows,
-                ..AnchorRun::default()
-            },
+            anchor_run: AnchorRun::default(),
             writer_rows,
         }
     }
@@ -654,13 +656,17 @@ impl Reducer {
                 }
                 if key.kind == DistinctKind::AnchorDomain {
                     let (domain, text) = split_anchor_member(key.member);
-                    self.anchor_run.add(&key, domain, n, out);
+                    let write = self.writer_rows;
+                    self.anchor_run.add(&key, domain, n, write, out);
                     let fed = &mut |t, k, v| out.feed(t, k, v);
                     self.sum.add_anchor_ref_domain(key.item_key, text, fed);
                     return Ok(());
                 }
-                let written = self.writer_rows || !key.kind.is_writer_only();
-                if written && self.sum.keeps_member_rows(key.item_key) {
+                let keep = MemberRows {
+                    members: self.sum.keeps_member_rows(key.item_key),
+                    writer_rows: self.writer_rows,
+                };
+                if keep.distinct(key.kind) {
                     let (t, k, v) = row(&key, &Count(n));
                     out.row(t, &k, &v);
                 }

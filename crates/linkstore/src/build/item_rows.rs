@@ -38,7 +38,8 @@ pub(crate) struct MemberRows {
 }
 
 impl MemberRows {
-    fn distinct(self, kind: DistinctKind) -> bool {
+    /// Whether a `distinct` row of `kind` is written.
+    pub(crate) fn distinct(self, kind: DistinctKind) -> bool {
         self.members && (self.writer_rows || !kind.is_writer_only())
     }
 }
