@@ -2,13 +2,14 @@
 //! kept, so backlinks are written once, in their final order. The snapshot it makes
 //! holds exactly the rows of a bulk build without writer-only rows followed by a flow
 //! build over the store: every table, with 1 and 2 workers, and with 2-bit (colliding)
-//! item hashes. Those are the rows of a bulk build with them, less some `distinct` rows;
-//! and a snapshot takes no crawl one by one.
+//! item hashes. Those are the rows of a bulk build with them, less the writer's rows and
+//! the views of root domains that read their one linked host's (every root domain reads
+//! the same from both); and a snapshot takes no crawl one by one.
 
 use bulkbuild::BuildOptions;
 use flow::{parse_seeds, RankParams, Seed};
 use indexes::{build_historic, DataDir, HistoricBuild, IndexKind};
-use linkstore::{Store, StoreOptions, ALL_CFS};
+use linkstore::{BacklinkQuery, Item, Store, StoreOptions, ALL_CFS, MAX_BACKLINK_COUNT};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
@@ -113,15 +114,38 @@ fn a_historic_build_equals_a_bulk_build_then_a_flow_build() {
 
         // With writer rows: the same rows, and those of the tables only the incremental
         // writer reads: referring addresses and hosts' out-domains in `distinct`, URL
-        // reference counts, the expiry index, external links' `links` summaries.
-        let full = rows(&in_two_passes(&case.join("full"), &files, &seeds, &opts));
+        // reference counts, the expiry index, external links' `links` summaries; and the
+        // views of root domains whose backlinks all point to one host, which in the
+        // snapshot have only a `LinkedHost` row saying so.
+        let full_store = in_two_passes(&case.join("full"), &files, &seeds, &opts);
+        let full = rows(&full_store);
         let (in_full, in_one): (HashSet<_>, HashSet<_>) =
             (full.iter().collect(), one.iter().collect());
-        assert!(in_one.is_subset(&in_full), "a snapshot row is new");
-        let writer_only = ["distinct", "urls", "expiry", "links"];
+        let new: Vec<_> = in_one.difference(&in_full).collect();
+        assert!(
+            new.iter().all(|row| is_linked_host(row)),
+            "a snapshot row is new"
+        );
+        assert!(
+            new.len() > 20,
+            "{} root domains read a host's views",
+            new.len()
+        );
+        let left_out = [
+            "distinct",
+            "urls",
+            "expiry",
+            "links",
+            "backlinks",
+            "refdomains",
+            "refdomains_ranked",
+            "anchors",
+            "anchors_ranked",
+            "timeline",
+        ];
         assert!(in_full
             .difference(&in_one)
-            .all(|(cf, ..)| writer_only.contains(cf)));
+            .all(|(cf, ..)| left_out.contains(cf)));
         assert!(count(&full, "distinct") > 2 * count(&one, "distinct"));
         assert!(count(&one, "distinct") > 0, "the index's hosting rows stay");
         for cf in ["urls", "expiry"] {
@@ -130,7 +154,64 @@ fn a_historic_build_equals_a_bulk_build_then_a_flow_build() {
         // Internal links' records stay (the flow graph reads them).
         let links = (count(&one, "links"), count(&full, "links"));
         assert!(links.0 > 100 && links.1 > links.0 + 1000, "{links:?}");
+
+        // Whatever the snapshot left out, every root domain (the one level whose reads
+        // it changes) reads the same.
+        let snapshot = DataDir::new(case.join("data"))
+            .open(IndexKind::Historic, &opts.store)
+            .unwrap();
+        let items = linked_domains(&full_store);
+        assert!(items.len() > 100, "{} root domains", items.len());
+        for item in &items {
+            assert_eq!(reads(&snapshot, item), reads(&full_store, item), "{item:?}");
+        }
     }
+}
+
+/// Whether a row is a `distinct` row of kind `LinkedHost` (7) of a root domain (level 1):
+/// `hash(8) | level | name | 0 | kind | member | 0`.
+fn is_linked_host((cf, key, _): &&(&str, Vec<u8>, Vec<u8>)) -> bool {
+    *cf == "distinct"
+        && key.get(8) == Some(&1)
+        && key[9..]
+            .iter()
+            .position(|&b| b == 0)
+            .is_some_and(|end| key.get(9 + end + 1) == Some(&7))
+}
+
+/// Every root domain some link of `store` points to.
+fn linked_domains(store: &Store) -> Vec<Item> {
+    let mut items = std::collections::BTreeSet::new();
+    store
+        .read()
+        .scan_links(|rec| {
+            let [.., domain] = Item::levels_of_url(&rec.target_url);
+            items.insert(domain);
+        })
+        .unwrap();
+    items.into_iter().collect()
+}
+
+/// What every view read of `item` returns, spelt out.
+fn reads(store: &Store, item: &Item) -> Vec<String> {
+    let read = store.read();
+    let all = BacklinkQuery {
+        count: MAX_BACKLINK_COUNT,
+        ..Default::default()
+    };
+    let one_per_domain = BacklinkQuery {
+        max_per_ref_domain: Some(1),
+        ..all.clone()
+    };
+    vec![
+        format!("{:?}", read.counters(item).unwrap()),
+        format!("{:?}", read.metrics(item).unwrap()),
+        format!("{:?}", read.backlinks(item, &all).unwrap()),
+        format!("{:?}", read.backlinks(item, &one_per_domain).unwrap()),
+        format!("{:?}", read.ref_domains(item, 0, 100_000).unwrap()),
+        format!("{:?}", read.anchors(item, 0, 100_000).unwrap()),
+        format!("{:?}", read.timeline(item, 0, u32::MAX).unwrap()),
+    ]
 }
 
 #[test]

@@ -29,7 +29,7 @@ use crate::aggregate::{
 };
 use crate::crawl::{crawl_order, crawl_status, newer_crawl, next_state, CrawlOrder, UrlMetrics};
 use crate::error::{Error, Result};
-use crate::item::Item;
+use crate::item::{Item, Level};
 use crate::keys::{url_hash, url_key, DistinctKind, ItemHasher};
 use crate::page::{day_of, PageCrawl, PageState};
 use crate::record::LinkRecord;
@@ -51,8 +51,10 @@ use std::sync::OnceLock;
 
 mod contribution_sum;
 pub(crate) mod item_rows;
+mod linked_hosts;
 pub(crate) use contribution_sum::ContributionSum;
 use item_rows::{item_rows, MemberRows, Row};
+use linked_hosts::LinkedHosts;
 
 /// A column family a bulk build writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -291,6 +293,16 @@ impl PageRows {
             emit_row(emit, &UrlRefKey(&rec.target_url), &Count(1));
             self.contributions.clear();
             link_contributions(rec, 1, &self.hasher, 0, &mut self.contributions);
+            if !self.writer_rows && !rec.is_internal() {
+                // A snapshot's root domain with one linked host reads that host's views.
+                let [_, host, domain] = Item::levels_of_url(&rec.target_url);
+                self.contributions.push(Contribution::Distinct {
+                    item_key: self.hasher.item_key(&domain),
+                    kind: DistinctKind::LinkedHost,
+                    member: host.name,
+                    sign: 1,
+                });
+            }
             for c in self.contributions.drain(..) {
                 self.sum.add(c, emit);
             }
@@ -338,6 +350,14 @@ pub trait ReduceOut {
     fn cut(&mut self);
 }
 
+/// Where a reduced `backlinks` row goes.
+enum BacklinkRow {
+    /// To the store; `at_url`: the row is its target URL's, which keeps the record.
+    Written { at_url: bool },
+    /// Nowhere: a root domain's row, the domain reading its linked host's views.
+    Left,
+}
+
 /// What a store keeps of a `backlinks` row whose record is `record`: the record in the
 /// link's URL row, a pointer in the others (`docs/format.md`, "`backlinks`").
 pub fn stored_backlink(record: &[u8], is_url_row: bool) -> &[u8] {
@@ -377,6 +397,8 @@ pub struct Reducer {
     /// Whether `distinct` rows that only the incremental writer reads are written
     /// (`Reducer::new`).
     writer_rows: bool,
+    /// Root domains that read their one linked host's views (snapshots only).
+    linked_hosts: LinkedHosts,
 }
 
 /// One referring domain's anchor texts as they are reduced (`distinct` kind 3 rows,
@@ -524,6 +546,7 @@ impl Reducer {
             last_subnet: Vec::new(),
             anchor_run: AnchorRun::default(),
             writer_rows,
+            linked_hosts: LinkedHosts::default(),
         }
     }
 
@@ -543,21 +566,24 @@ impl Reducer {
         if !(items && whole) {
             self.sum.flush(&mut |t, k, v| out.feed(t, k, v));
             if items {
+                self.linked_hosts.end_group(false);
                 // The items' rows come from later stages, between this stage's files.
                 out.cut();
             }
             return;
         }
         let (hasher, rows) = (&self.hasher, &mut self.item_rows);
-        let writer_rows = self.writer_rows;
+        let (writer_rows, linked_hosts) = (self.writer_rows, &self.linked_hosts);
         self.sum.drain_items(&mut |item| {
             let backlinks = item.counters.map_or(0, |c| c.ext_backlinks);
             let keep = MemberRows {
                 members: keeps_member_rows(&item.key, backlinks),
                 writer_rows,
+                at_host: linked_hosts.one_host(&item.key),
             };
             item_rows(item, hasher, keep, rows, &mut |(t, k, v)| out.feed(t, k, v));
         });
+        self.linked_hosts.end_group(true);
         // Items that share a partition hash (forced collisions) interleave.
         rows.sort_unstable_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
         for (t, k, v) in rows.drain(..) {
@@ -568,19 +594,41 @@ impl Reducer {
     /// A backlink row's share of its target item's views: the target contributions of
     /// its record for each level of the target URL the key's item hash stands for (two
     /// levels share one row when their hashes are equal, as with forced collisions).
-    /// Returns whether the row is the target URL's, which keeps the record.
-    fn backlink_views(&mut self, key: &[u8], record: &[u8], emit: &mut Emit<'_>) -> Result<bool> {
+    /// Returns where the row goes.
+    fn backlink_views(
+        &mut self,
+        key: &[u8],
+        record: &[u8],
+        emit: &mut Emit<'_>,
+    ) -> Result<BacklinkRow> {
         let key = BacklinkKey::parse(key)?;
         let item_hash = key.item_hash;
         let rec = LinkRecord::decode(record)?;
-        let items = Item::levels_of_url(&rec.target_url)
-            .into_iter()
-            .filter(|item| self.hasher.hash(item.level, &item.name) == item_hash);
+        let mut items = Item::levels_of_url(&rec.target_url).to_vec();
+        items.retain(|item| self.hasher.hash(item.level, &item.name) == item_hash);
+        let at_host = match items.as_slice() {
+            [domain] if domain.level == Level::RootDomain && !self.writer_rows => {
+                self.linked_hosts.one_host(&self.hasher.item_key(domain))
+            }
+            _ => false,
+        };
         target_contributions(&rec, 1, items, &self.hasher, &mut self.contributions);
         for c in self.contributions.drain(..) {
             self.sum.add(c, emit);
         }
-        Ok(key.is_url_row(&self.hasher))
+        Ok(if at_host {
+            BacklinkRow::Left
+        } else {
+            BacklinkRow::Written {
+                at_url: key.is_url_row(&self.hasher),
+            }
+        })
+    }
+
+    /// Whether the item's referring-domain, anchor and timeline rows are written, once
+    /// its sums were flushed (reduced stage by stage).
+    fn writes_views(&self, item_key: &[u8]) -> bool {
+        self.sum.keeps_member_rows(item_key) && !self.linked_hosts.one_host(item_key)
     }
 
     /// What the reducer sums across groups up to `table`'s group of `key`.
@@ -620,8 +668,10 @@ impl Reducer {
             Table::Backlinks => {
                 // One row per key, as below; its record feeds the target's views.
                 if let Some(v) = values.next_value() {
-                    let at_url = self.backlink_views(key, v, &mut |t, k, v| out.feed(t, k, v))?;
-                    out.backlink(key, v, at_url);
+                    let fed = &mut |t, k, v| out.feed(t, k, v);
+                    if let BacklinkRow::Written { at_url } = self.backlink_views(key, v, fed)? {
+                        out.backlink(key, v, at_url);
+                    }
                 }
             }
             Table::Links
@@ -643,6 +693,9 @@ impl Reducer {
                 // A page's contribution: summed with the item's backlinks.
                 let key = DistinctKey::parse(key)?;
                 let n = sum_counts(&key, values)?;
+                if key.kind == DistinctKind::LinkedHost {
+                    self.linked_hosts.note(key.item_key, key.member);
+                }
                 let fed = &mut |t, k, v| out.feed(t, k, v);
                 self.sum
                     .add_distinct(key.item_key, key.kind, key.member, n, fed);
@@ -665,6 +718,7 @@ impl Reducer {
                 let keep = MemberRows {
                     members: self.sum.keeps_member_rows(key.item_key),
                     writer_rows: self.writer_rows,
+                    at_host: self.linked_hosts.one_host(key.item_key),
                 };
                 if keep.distinct(key.kind) {
                     let (t, k, v) = row(&key, &Count(n));
@@ -710,7 +764,7 @@ impl Reducer {
                 {
                     emit_row(fed, &CountersKey(&source), &delta);
                 }
-                if !self.sum.keeps_member_rows(key.item_key) {
+                if !self.writes_views(key.item_key) {
                     return Ok(());
                 }
                 let ranked = RankedRefDomainKey {
@@ -738,7 +792,7 @@ impl Reducer {
                     ..Default::default()
                 };
                 self.sum.add_counters(key.item_key, &delta);
-                if !self.sum.keeps_member_rows(key.item_key) {
+                if !self.writes_views(key.item_key) {
                     return Ok(());
                 }
                 let fed = &mut |t, k, v| out.feed(t, k, v);
@@ -773,7 +827,7 @@ impl Reducer {
                 while let Some(v) = values.next_value() {
                     acc.fold(&key.decode_value(v)?);
                 }
-                if acc.found != 0 || acc.lost != 0 {
+                if (acc.found != 0 || acc.lost != 0) && !self.linked_hosts.one_host(key.item_key) {
                     emit_final(out, &key, &acc);
                 }
             }

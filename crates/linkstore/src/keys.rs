@@ -250,6 +250,11 @@ pub enum DistinctKind {
     IpDomain = 5,
     /// Index level: an address a domain was served from (`domain \x01 ip`).
     DomainIp = 6,
+    /// A root domain's host that its backlinks point to. Only a snapshot keeps it, and
+    /// only when it is the domain's one such host: the domain then keeps no views of its
+    /// own (backlink pointers, referring domains, anchors, timeline), and reads serve
+    /// the host's, which are the same rows (format 17).
+    LinkedHost = 7,
 }
 
 impl DistinctKind {
@@ -270,6 +275,7 @@ impl DistinctKind {
             4 => DistinctKind::OutDomain,
             5 => DistinctKind::IpDomain,
             6 => DistinctKind::DomainIp,
+            7 => DistinctKind::LinkedHost,
             _ => return None,
         })
     }

@@ -11,11 +11,12 @@ use crate::store::{
     cf_handle, prefix_successor, CF_BACKLINKS, CF_DISTINCT, CF_LINKS, CF_TIMELINE, CF_TOP_PAGES,
 };
 use crate::table::{
-    internal_record, is_pointer, url_row_missing, AnchorKey, BacklinkKey, CountersKey, MetricsKey,
-    PageKey, RefDomainKey, TableKey,
+    internal_record, is_pointer, url_row_missing, AnchorKey, BacklinkKey, CountersKey, DistinctKey,
+    MetricsKey, PageKey, RefDomainKey, TableKey,
 };
 use crate::views::member_rows;
 use rocksdb::{ColumnFamily, Direction, IteratorMode, ReadOptions, DB};
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -136,6 +137,9 @@ pub struct ReadView {
     pub(crate) snapshot: Option<Arc<PublishedSnapshot>>,
     pub(crate) generation: u8,
     pub(crate) hasher: ItemHasher,
+    /// The store is a snapshot, whose root domains may read a host's views
+    /// ([`ReadView::views_of`]).
+    pub(crate) snapshot_store: bool,
 }
 
 /// Which backlinks of an item to read, in SourceTrustFlow order.
@@ -218,6 +222,29 @@ impl ReadView {
 
     fn cf(&self, name: &str) -> &ColumnFamily {
         cf_handle(&self.db, name)
+    }
+
+    /// The item whose view rows (backlinks, referring domains, anchors, timeline) answer
+    /// for `item`: itself, but for a snapshot's root domain whose backlinks all point to
+    /// one host, which keeps none and reads that host's (its `LinkedHost` row,
+    /// `docs/format.md`). Counters and metrics stay the domain's own.
+    fn views_of<'i>(&self, item: &'i Item) -> Result<Cow<'i, Item>> {
+        if !self.snapshot_store || item.level != Level::RootDomain {
+            return Ok(Cow::Borrowed(item));
+        }
+        let mut prefix = self.hasher.item_key(item);
+        prefix.push(DistinctKind::LinkedHost as u8);
+        let it = self.prefix_iterator(CF_DISTINCT, &prefix);
+        match it.key() {
+            Some(key) => {
+                let key = DistinctKey::parse(key)?;
+                Ok(Cow::Owned(Item::host(key.member)))
+            }
+            None => {
+                it.status()?;
+                Ok(Cow::Borrowed(item))
+            }
+        }
     }
 
     /// The generation of backlink orderings and metrics this view serves.
@@ -451,6 +478,7 @@ impl ReadView {
         first_chunk: usize,
         mut visit: impl FnMut(LinkRecord) -> bool,
     ) -> Result<()> {
+        let item = &*self.views_of(item)?;
         let hash = self.hasher.hash(item.level, &item.name);
         let lower = generation_item_prefix(self.generation, hash);
         let mut opts = self.opts();
@@ -652,6 +680,7 @@ impl ReadView {
         item: &Item,
         domains: &[&str],
     ) -> Result<Vec<Option<RefDomain>>> {
+        let item = &*self.views_of(item)?;
         let item_key = self.hasher.item_key(item);
         let keys: Vec<RefDomainKey<'_>> = domains
             .iter()
@@ -681,6 +710,7 @@ impl ReadView {
 
     /// One anchor text's aggregate for an item (anchors are stored lower-cased).
     pub fn anchor(&self, item: &Item, text: &str) -> Result<Option<AnchorText>> {
+        let item = &*self.views_of(item)?;
         let item_key = self.hasher.item_key(item);
         let found = self.row(&AnchorKey {
             item_key: &item_key,
@@ -723,6 +753,7 @@ impl ReadView {
         item: &Item,
         mut visit: impl FnMut(T) -> bool,
     ) -> Result<()> {
+        let item = &*self.views_of(item)?;
         let prefix = self.hasher.item_key(item);
         let mut it = self.prefix_iterator(T::RANKED_TABLE, &prefix);
         if it.valid() {
@@ -788,6 +819,7 @@ impl ReadView {
 
     /// Links found and lost per day in `[from_day, to_day]`, days with no change omitted.
     pub fn timeline(&self, item: &Item, from_day: u32, to_day: u32) -> Result<Vec<TimelinePoint>> {
+        let item = &*self.views_of(item)?;
         let prefix = self.hasher.item_key(item);
         let start = crate::keys::timeline_key(&prefix, from_day);
         let it = self.db.iterator_cf_opt(

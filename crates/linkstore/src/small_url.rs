@@ -84,6 +84,7 @@ pub(crate) fn url_views<'r>(
     let keep = MemberRows {
         members: with_rows,
         writer_rows: true,
+        at_host: false,
     };
     sum.drain_items(&mut |item_sum| item_rows(item_sum, hasher, keep, &mut rows, &mut fed));
     (rows, counters)

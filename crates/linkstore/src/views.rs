@@ -327,9 +327,10 @@ pub(crate) fn distinct_counters(kind: DistinctKind, moved: i64) -> Option<Counte
     match kind {
         DistinctKind::RefIp => c.ref_ips = moved,
         DistinctKind::OutDomain => c.out_domains_external = moved,
-        DistinctKind::AnchorDomain | DistinctKind::IpDomain | DistinctKind::DomainIp => {
-            return None
-        }
+        DistinctKind::AnchorDomain
+        | DistinctKind::IpDomain
+        | DistinctKind::DomainIp
+        | DistinctKind::LinkedHost => return None,
     }
     Some(c)
 }

@@ -35,12 +35,23 @@ pub(crate) struct MemberRows {
     pub members: bool,
     /// Also the `distinct` rows only the incremental writer reads (not in a snapshot).
     pub writer_rows: bool,
+    /// The item is a snapshot's root domain that reads its one linked host's views
+    /// ([`super::linked_hosts`]): of its view rows only that `LinkedHost` row is written.
+    pub at_host: bool,
 }
 
 impl MemberRows {
     /// Whether a `distinct` row of `kind` is written.
     pub(crate) fn distinct(self, kind: DistinctKind) -> bool {
-        self.members && (self.writer_rows || !kind.is_writer_only())
+        if kind == DistinctKind::LinkedHost {
+            return self.at_host;
+        }
+        self.views() && (self.writer_rows || !kind.is_writer_only())
+    }
+
+    /// Whether its `refdomains` and `anchors` rows (and their ranked copies) are written.
+    pub(crate) fn views(self) -> bool {
+        self.members && !self.at_host
     }
 }
 
@@ -142,7 +153,7 @@ pub(crate) fn item_rows(
             item_key,
             domain: &value.domain,
         };
-        push_member(rows, keep.members, &key, copy.as_ref(), &value);
+        push_member(rows, keep.views(), &key, copy.as_ref(), &value);
     }
 
     let anchors: Vec<_> = sum
@@ -165,11 +176,11 @@ pub(crate) fn item_rows(
             item_key,
             text: &value.text,
         };
-        push_member(rows, keep.members, &key, copy.as_ref(), &value);
+        push_member(rows, keep.views(), &key, copy.as_ref(), &value);
     }
 
     for (day, delta) in sum.timeline.drain(..) {
-        if delta.found != 0 || delta.lost != 0 {
+        if (delta.found != 0 || delta.lost != 0) && !keep.at_host {
             rows.push(row(&TimelineKey { item_key, day }, &delta));
         }
     }
