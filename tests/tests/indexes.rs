@@ -1,6 +1,7 @@
 //! The fresh and historic indexes end to end: crawls ingested into fresh while a load of
 //! API requests runs, the fresh window expiring, historic builds swapped in while serving
-//! (and one killed half-way), and `datasource` choosing the data of every command.
+//! (and one killed half-way), `datasource` choosing the data of every command, and a
+//! snapshot's root domains with one linked host answering as a full index does.
 
 use linkbase_tests::{code, create_account, create_key, linkbase, run, run_failing, Server};
 use serde_json::Value;
@@ -572,4 +573,81 @@ fn a_historic_snapshot_is_rebuilt_not_ingested_into() {
     assert_ne!(totals(), before);
     run(&["ingest", "--data", d, "--index", "fresh", &files[0]]);
     run(&["ingest", "--data", d, "--index", "fresh", &files[1]]);
+}
+
+/// A snapshot's root domain whose backlinks all point to one host keeps no views of its
+/// own and reads the host's (`docs/format.md`, "Snapshots"): over HTTP every command
+/// answers for it as the fresh index, built from the same files with all its rows, does.
+#[test]
+fn a_snapshots_root_domains_with_one_host_answer_as_a_full_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, files) = crawls(dir.path(), 1_000, 2);
+    let data = dir.path().join("data");
+    let d = data.to_str().unwrap();
+    let seeds = seeds();
+    let mut build = vec!["historic", "build", "--data", d, "--seeds", &seeds];
+    build.extend(files.iter().map(String::as_str));
+    run(&build);
+    let mut ingest = vec!["ingest", "--data", d, "--index", "fresh"];
+    ingest.extend(files.iter().map(String::as_str));
+    run(&ingest);
+    run(&["flow", "--data", d, "--index", "fresh", "--seeds", &seeds]);
+
+    // The root domains the snapshot names a host for: `distinct` kind 7 under a
+    // root-domain item key, `hash(8) | 01 | name | 00 | 07 | host | 00`.
+    let snapshot = std::fs::read_to_string(data.join("historic.current")).unwrap();
+    let store = linkstore::Store::open(data.join(snapshot.trim()), &Default::default()).unwrap();
+    let mut domains = BTreeSet::new();
+    store
+        .read()
+        .scan_column_family("distinct", |key, _| {
+            let Some(end) = key.get(9..).and_then(|k| k.iter().position(|&b| b == 0)) else {
+                return;
+            };
+            if key[8] == 1 && key.get(9 + end + 1) == Some(&7) {
+                domains.insert(String::from_utf8(key[9..9 + end].to_vec()).unwrap());
+            }
+        })
+        .unwrap();
+    drop(store);
+    assert!(domains.len() > 20, "{} root domains", domains.len());
+
+    let key = account(&data);
+    let srv = Server::start(&data, &["--no-sandbox"]);
+    for domain in &domains {
+        let commands: Vec<(&str, Vec<(&str, &str)>)> = vec![
+            ("GetIndexItemInfo", vec![("items", "1"), ("item0", domain)]),
+            (
+                "GetBackLinkData",
+                vec![("item", domain), ("Count", "50000")],
+            ),
+            (
+                "GetBackLinkData",
+                vec![
+                    ("item", domain),
+                    ("Count", "1000"),
+                    ("MaxSourceURLsPerRefDomain", "1"),
+                ],
+            ),
+            (
+                "GetRefDomains",
+                vec![
+                    ("item0", domain),
+                    ("Count", "50000"),
+                    ("AnalysisDepth", "100000"),
+                ],
+            ),
+            ("GetAnchorText", vec![("item", domain), ("Count", "1000")]),
+            ("GetNewLostBackLinks", vec![("item", domain)]),
+            ("GetNewLostBackLinkCalendar", vec![("item", domain)]),
+        ];
+        for (cmd, params) in &commands {
+            let answer = |index: &str| {
+                let mut p = vec![("cmd", *cmd), ("datasource", index)];
+                p.extend(params.iter().copied());
+                ok(api(&srv, &key, &p))["DataTables"].clone()
+            };
+            assert_eq!(answer("historic"), answer("fresh"), "{cmd} {domain}");
+        }
+    }
 }
