@@ -29,7 +29,7 @@ use crate::aggregate::{
 };
 use crate::crawl::{crawl_order, crawl_status, newer_crawl, next_state, CrawlOrder, UrlMetrics};
 use crate::error::{Error, Result};
-use crate::item::{Item, Level};
+use crate::item::Item;
 use crate::keys::{url_hash, url_key, DistinctKind, ItemHasher};
 use crate::page::{day_of, PageCrawl, PageState};
 use crate::record::LinkRecord;
@@ -604,14 +604,20 @@ impl Reducer {
         let key = BacklinkKey::parse(key)?;
         let item_hash = key.item_hash;
         let rec = LinkRecord::decode(record)?;
-        let mut items = Item::levels_of_url(&rec.target_url).to_vec();
-        items.retain(|item| self.hasher.hash(item.level, &item.name) == item_hash);
-        let at_host = match items.as_slice() {
-            [domain] if domain.level == Level::RootDomain && !self.writer_rows => {
-                self.linked_hosts.one_host(&self.hasher.item_key(domain))
-            }
-            _ => false,
-        };
+        let levels = Item::levels_of_url(&rec.target_url);
+        let serves = levels
+            .each_ref()
+            .map(|item| self.hasher.hash(item.level, &item.name) == item_hash);
+        // A row of the root domain alone (`levels`: URL, host, domain).
+        let at_host = serves == [false, false, true]
+            && !self.writer_rows
+            && self
+                .linked_hosts
+                .one_host(&self.hasher.item_key(&levels[2]));
+        let items = levels
+            .into_iter()
+            .zip(serves)
+            .filter_map(|(item, serves)| serves.then_some(item));
         target_contributions(&rec, 1, items, &self.hasher, &mut self.contributions);
         for c in self.contributions.drain(..) {
             self.sum.add(c, emit);
@@ -625,8 +631,8 @@ impl Reducer {
         })
     }
 
-    /// Whether the item's referring-domain, anchor and timeline rows are written, once
-    /// its sums were flushed (reduced stage by stage).
+    /// Whether the item's referring-domain and anchor rows are written, once its sums
+    /// were flushed (reduced stage by stage).
     fn writes_views(&self, item_key: &[u8]) -> bool {
         self.sum.keeps_member_rows(item_key) && !self.linked_hosts.one_host(item_key)
     }
@@ -827,7 +833,8 @@ impl Reducer {
                 while let Some(v) = values.next_value() {
                     acc.fold(&key.decode_value(v)?);
                 }
-                if (acc.found != 0 || acc.lost != 0) && !self.linked_hosts.one_host(key.item_key) {
+                let at_host = self.linked_hosts.one_host(key.item_key);
+                if (acc.found != 0 || acc.lost != 0) && !at_host {
                     emit_final(out, &key, &acc);
                 }
             }
