@@ -226,23 +226,30 @@ impl ReadView {
 
     /// The item whose view rows (backlinks, referring domains, anchors, timeline) answer
     /// for `item`: itself, but for a snapshot's root domain whose backlinks all point to
-    /// one host, which keeps none and reads that host's (its `LinkedHost` row,
-    /// `docs/format.md`). Counters and metrics stay the domain's own.
+    /// one host, which keeps none and reads that host's ([`ReadView::linked_host`]).
+    /// Counters and metrics stay the domain's own.
     fn views_of<'i>(&self, item: &'i Item) -> Result<Cow<'i, Item>> {
+        Ok(match self.linked_host(item)? {
+            Some(host) => Cow::Owned(Item::host(host)),
+            None => Cow::Borrowed(item),
+        })
+    }
+
+    /// The one host a snapshot's root domain reads the views of, when its backlinks all
+    /// point to that host (its `LinkedHost` row, `docs/format.md`); `None` for every
+    /// other item, and for every item of a store that is not a snapshot.
+    pub fn linked_host(&self, item: &Item) -> Result<Option<String>> {
         if !self.snapshot_store || item.level != Level::RootDomain {
-            return Ok(Cow::Borrowed(item));
+            return Ok(None);
         }
         let mut prefix = self.hasher.item_key(item);
         prefix.push(DistinctKind::LinkedHost as u8);
         let it = self.prefix_iterator(CF_DISTINCT, &prefix);
         match it.key() {
-            Some(key) => {
-                let key = DistinctKey::parse(key)?;
-                Ok(Cow::Owned(Item::host(key.member)))
-            }
+            Some(key) => Ok(Some(DistinctKey::parse(key)?.member.to_string())),
             None => {
                 it.status()?;
-                Ok(Cow::Borrowed(item))
+                Ok(None)
             }
         }
     }
