@@ -293,8 +293,8 @@ impl PageRows {
             emit_row(emit, &UrlRefKey(&rec.target_url), &Count(1));
             self.contributions.clear();
             link_contributions(rec, 1, &self.hasher, 0, &mut self.contributions);
-            if !self.writer_rows && !rec.is_internal() {
-                // A snapshot's root domain with one linked host reads that host's views.
+            if !rec.is_internal() {
+                // A root domain with one linked host reads that host's views.
                 let [_, host, domain] = Item::levels_of_url(&rec.target_url);
                 self.contributions.push(Contribution::Distinct {
                     item_key: self.hasher.item_key(&domain),
@@ -397,7 +397,7 @@ pub struct Reducer {
     /// Whether `distinct` rows that only the incremental writer reads are written
     /// (`Reducer::new`).
     writer_rows: bool,
-    /// Root domains that read their one linked host's views (snapshots only).
+    /// Root domains that read their one linked host's views.
     linked_hosts: LinkedHosts,
 }
 
@@ -610,7 +610,6 @@ impl Reducer {
             .map(|item| self.hasher.hash(item.level, &item.name) == item_hash);
         // A row of the root domain alone (`levels`: URL, host, domain).
         let at_host = serves == [false, false, true]
-            && !self.writer_rows
             && self
                 .linked_hosts
                 .one_host(&self.hasher.item_key(&levels[2]));
@@ -715,7 +714,8 @@ impl Reducer {
                 }
                 if key.kind == DistinctKind::AnchorDomain {
                     let (domain, text) = split_anchor_member(key.member);
-                    let write = self.writer_rows;
+                    let at_host = self.linked_hosts.one_host(key.item_key);
+                    let write = self.writer_rows && !at_host;
                     self.anchor_run.add(&key, domain, n, write, out);
                     let fed = &mut |t, k, v| out.feed(t, k, v);
                     self.sum.add_anchor_ref_domain(key.item_key, text, fed);
@@ -727,7 +727,7 @@ impl Reducer {
                     at_host: self.linked_hosts.one_host(key.item_key),
                 };
                 if keep.distinct(key.kind) {
-                    let (t, k, v) = row(&key, &Count(n));
+                    let (t, k, v) = row(&key, &Count(key.kind.stored_count(n)));
                     out.row(t, &k, &v);
                 }
                 if key.kind == DistinctKind::RefIp {

@@ -250,10 +250,10 @@ pub enum DistinctKind {
     IpDomain = 5,
     /// Index level: an address a domain was served from (`domain \x01 ip`).
     DomainIp = 6,
-    /// A root domain's host that its backlinks point to. Only a snapshot keeps it, and
-    /// only when it is the domain's one such host: the domain then keeps no views of its
-    /// own (backlink pointers, referring domains, anchors, timeline), and reads serve
-    /// the host's, which are the same rows (format 17).
+    /// The one host a root domain's backlinks point to, kept only when there is one: the
+    /// domain then keeps no views of its own (backlink pointers, referring domains,
+    /// anchors, timeline), and reads serve the host's, which are the same rows (format
+    /// 17 in snapshots, 18 in every store). Its count is always 1.
     LinkedHost = 7,
 }
 
@@ -266,6 +266,16 @@ impl DistinctKind {
             self,
             DistinctKind::RefIp | DistinctKind::AnchorDomain | DistinctKind::OutDomain
         )
+    }
+
+    /// The count a row of this kind stores for `n` references: a `LinkedHost` row
+    /// stores 1, which the incremental writer, which counts no references to it, writes
+    /// too.
+    pub(crate) fn stored_count(self, n: i64) -> i64 {
+        match self {
+            DistinctKind::LinkedHost => 1,
+            _ => n,
+        }
     }
 
     pub(crate) fn from_u8(b: u8) -> Option<DistinctKind> {

@@ -137,9 +137,6 @@ pub struct ReadView {
     pub(crate) snapshot: Option<Arc<PublishedSnapshot>>,
     pub(crate) generation: u8,
     pub(crate) hasher: ItemHasher,
-    /// The store is a snapshot, whose root domains may read a host's views
-    /// ([`ReadView::views_of`]).
-    pub(crate) snapshot_store: bool,
 }
 
 /// Which backlinks of an item to read, in SourceTrustFlow order.
@@ -225,9 +222,9 @@ impl ReadView {
     }
 
     /// The item whose view rows (backlinks, referring domains, anchors, timeline) answer
-    /// for `item`: itself, but for a snapshot's root domain whose backlinks all point to
-    /// one host, which keeps none and reads that host's ([`ReadView::linked_host`]).
-    /// Counters and metrics stay the domain's own.
+    /// for `item`: itself, but for a root domain whose backlinks all point to one host,
+    /// which keeps none and reads that host's ([`ReadView::linked_host`]). Counters and
+    /// metrics stay the domain's own.
     fn views_of<'i>(&self, item: &'i Item) -> Result<Cow<'i, Item>> {
         Ok(match self.linked_host(item)? {
             Some(host) => Cow::Owned(Item::host(host)),
@@ -235,11 +232,10 @@ impl ReadView {
         })
     }
 
-    /// The one host a snapshot's root domain reads the views of, when its backlinks all
-    /// point to that host (its `LinkedHost` row, `docs/format.md`); `None` for every
-    /// other item, and for every item of a store that is not a snapshot.
+    /// The one host a root domain reads the views of, when its backlinks all point to
+    /// that host (its `LinkedHost` row, `docs/format.md`); `None` for every other item.
     pub fn linked_host(&self, item: &Item) -> Result<Option<String>> {
-        if !self.snapshot_store || item.level != Level::RootDomain {
+        if item.level != Level::RootDomain {
             return Ok(None);
         }
         let mut prefix = self.hasher.item_key(item);

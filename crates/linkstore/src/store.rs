@@ -25,7 +25,7 @@ struct Published {
 }
 
 /// Version of the key layout and column-family set, stored under `meta/format`.
-pub const FORMAT_VERSION: u8 = 17;
+pub const FORMAT_VERSION: u8 = 18;
 
 pub(crate) const CF_META: &str = "meta";
 /// `meta` key present in a snapshot store ([`Store::is_snapshot`]).
@@ -435,7 +435,6 @@ impl Store {
             snapshot,
             generation,
             hasher: self.hasher,
-            snapshot_store: self.is_snapshot(),
         }
     }
 

@@ -43,8 +43,10 @@ use std::collections::hash_map::Entry;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
+mod linked_hosts;
 mod small_urls;
 mod write_threads;
+use linked_hosts::DomainClass;
 use small_urls::UrlClass;
 use write_threads::{Helpers, Pending, WriteThreads};
 
@@ -278,6 +280,9 @@ struct BatchRows {
     /// URLs whose views the batch changes, by item key, and how it treats them
     /// ([`small_urls`]).
     url_classes: HashMap<Vec<u8>, UrlClass>,
+    /// Root domains the batch's links point to, by item key, and whether they read a
+    /// host's views ([`linked_hosts`]).
+    domains: HashMap<Vec<u8>, DomainClass>,
 }
 
 /// Contributions held back before their rows are read in one sorted multi-get per table
@@ -327,8 +332,12 @@ impl<'a> Writer<'a> {
             return Ok(stats);
         };
         let previous = self.page_state(&crawl.url)?;
-        self.pending_pages += 1;
         let order = crawl_order(previous, crawl.fetched_at);
+        if order != CrawlOrder::Same {
+            // May commit the batch so far: nothing of this crawl is applied yet.
+            self.prepare_domains(crawl)?;
+        }
+        self.pending_pages += 1;
         let day = day_of(crawl.fetched_at);
         let (changes, out_domains_before) = match order {
             CrawlOrder::Same => {
@@ -506,7 +515,9 @@ impl<'a> Writer<'a> {
             // Links and dates unchanged but the last seen one, a maximum: no need to read
             // the referring-domain row now (a fifth of a re-crawl round's time when it
             // was read with the others).
-            self.see_refdomain(&item_key, source_domain, rec.last_seen);
+            if !self.reads_host_views(&item_key)? {
+                self.see_refdomain(&item_key, source_domain, rec.last_seen);
+            }
             self.add_counters(item_key, &delta);
         }
         self.apply_if_full()
@@ -516,13 +527,7 @@ impl<'a> Writer<'a> {
     /// counter and aggregate. Minima and maxima only move on additions: dates of first
     /// and last sight never go back.
     fn contribute(&mut self, rec: &LinkRecord, sign: i64) -> Result<()> {
-        contributions(
-            rec,
-            sign,
-            &self.store.hasher,
-            self.generation,
-            &mut self.pending,
-        );
+        self.push_contributions(rec, sign)?;
         self.apply_if_full()
     }
 
@@ -657,13 +662,18 @@ impl<'a> Writer<'a> {
                 let after = (rd.links > 0, rd.live_links() > 0);
                 let any = i64::from(after.0) - i64::from(before.0);
                 let live = i64::from(after.1) - i64::from(before.1);
-                let hasher = &self.store.hasher;
-                if let Some((source, delta)) = out_domain_counters(&item_key, &domain, live, hasher)
-                {
-                    self.add_counters(source, &delta);
-                }
                 if any != 0 || live != 0 {
-                    self.add_counters(item_key, &ref_domain_counters(&domain, any, live));
+                    // A root domain that reads this host's views moves with it.
+                    let domain_at_host = self.domain_at_host(&item_key);
+                    for item_key in [Some(item_key), domain_at_host].into_iter().flatten() {
+                        let hasher = &self.store.hasher;
+                        if let Some((source, delta)) =
+                            out_domain_counters(&item_key, &domain, live, hasher)
+                        {
+                            self.add_counters(source, &delta);
+                        }
+                        self.add_counters(item_key, &ref_domain_counters(&domain, any, live));
+                    }
                 }
             }
             Contribution::Anchor {
@@ -680,6 +690,9 @@ impl<'a> Writer<'a> {
                         anchor_texts: moved,
                         ..Default::default()
                     };
+                    if let Some(domain) = self.domain_at_host(&item_key) {
+                        self.add_counters(domain, &delta);
+                    }
                     self.add_counters(item_key, &delta);
                 }
             }
@@ -1211,6 +1224,7 @@ impl BatchRows {
             anchor_texts: map(&before.anchor_texts),
             url_ref_moves: map(&before.url_ref_moves),
             url_classes: map(&before.url_classes),
+            domains: map(&before.domains),
         }
     }
 
@@ -1268,6 +1282,21 @@ impl BatchRows {
         let subnets = self.distinct_counts(&mut batch, db, &mut found)?;
         for (item_key, moved) in subnet_counters(&subnets, db)? {
             found.entry(item_key.to_vec()).or_default().ref_subnets += moved;
+        }
+        // A root domain that reads a host's views counts the host's addresses.
+        let mut at_hosts = Vec::new();
+        for (item_key, moved) in &found {
+            if let Some(domain) = linked_hosts::domain_at_host(self, hasher, item_key) {
+                let c = Counters {
+                    ref_ips: moved.ref_ips,
+                    ref_subnets: moved.ref_subnets,
+                    ..Default::default()
+                };
+                at_hosts.push((domain, c));
+            }
+        }
+        for (domain, moved) in at_hosts {
+            accumulate(found.entry(domain).or_default(), &moved);
         }
         for (item_key, moved) in self.url_refs(&mut batch, db, hasher)? {
             found.entry(item_key).or_default().indexed_urls += moved;

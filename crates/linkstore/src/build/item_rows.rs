@@ -35,7 +35,7 @@ pub(crate) struct MemberRows {
     pub members: bool,
     /// Also the `distinct` rows only the incremental writer reads (not in a snapshot).
     pub writer_rows: bool,
-    /// The item is a snapshot's root domain that reads its one linked host's views
+    /// The item is a root domain that reads its one linked host's views
     /// ([`super::linked_hosts`]): of its view rows only that `LinkedHost` row is written.
     pub at_host: bool,
 }
@@ -114,7 +114,8 @@ pub(crate) fn item_rows(
             continue;
         }
         if keep.distinct(*kind) {
-            rows.push((Table::Distinct, std::mem::take(key), Count(*n).encode()));
+            let n = kind.stored_count(*n);
+            rows.push((Table::Distinct, std::mem::take(key), Count(n).encode()));
         }
         if *kind == DistinctKind::RefIp {
             let subnet = subnet_of_member(member);

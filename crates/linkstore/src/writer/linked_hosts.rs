@@ -1,0 +1,362 @@
+//! The incremental writer's side of root domains that read their one linked host's
+//! views (`docs/format.md`, "Root domains with one linked host").
+//!
+//! A batch classes each root domain its links point to when it first meets it: by its
+//! `LinkedHost` row (the domain reads that host's views), else by its backlinks (none:
+//! new; some: it keeps its own views). A new domain reads the host of its first link,
+//! unless one crawl links it on two hosts. Of a link to a domain that reads a host's
+//! views, the domain gets only its counters; the counters its member rows would feed
+//! (referring domains, addresses, subnets, anchor texts) move as the host's do.
+//!
+//! A crawl that would link such a domain on a second host first commits the batch so
+//! far (a page boundary), then copies the host's rows to the domain in one write of its
+//! own, so the domain keeps its own views from then on, exactly as if it always had.
+
+use super::{BatchRows, HashMap, Op, SortedBatch, Writer};
+use crate::build::Table;
+use crate::crawl::found_links;
+use crate::error::{Error, Result};
+use crate::item::{Item, Level};
+use crate::keys::{generation_item_prefix, level_of_item_key, DistinctKind, ItemHasher};
+use crate::page::PageCrawl;
+use crate::record::LinkRecord;
+use crate::store::{cf_handle, prefix_successor, CF_BACKLINKS, CF_COUNTERS, CF_DISTINCT};
+use crate::table::{
+    is_pointer, BacklinkKey, BacklinkRow, Count, CountersKey, DistinctKey, TableKey,
+};
+use crate::views::{domain_of_url, Contribution};
+use rocksdb::ReadOptions;
+use std::collections::BTreeSet;
+
+/// How a batch treats a root domain its links point to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum DomainClass {
+    /// Every backlink record of the domain is on this host, whose views it reads.
+    AtHost(String),
+    /// It keeps its own views.
+    Own,
+    /// No backlinks; `stale`: the host a `LinkedHost` row still names from records since
+    /// expired, removed when the domain is classed again.
+    New { stale: Option<String> },
+}
+
+/// Tables whose rows of an item start with its item key and are the same for a root
+/// domain as for its one linked host.
+const VIEW_TABLES: [Table; 5] = [
+    Table::RefDomains,
+    Table::RefDomainsRanked,
+    Table::Anchors,
+    Table::AnchorsRanked,
+    Table::Timeline,
+];
+
+/// `distinct` kinds a target item's backlinks feed (the others are its pages' own).
+const VIEW_KINDS: [DistinctKind; 2] = [DistinctKind::RefIp, DistinctKind::AnchorDomain];
+
+/// Pointer rows resolved per multi-get while copying a host's backlinks.
+const POINTER_CHUNK: usize = 4096;
+
+impl Writer<'_> {
+    /// Classes the root domains `crawl` links to before anything of it is applied, and
+    /// gives those that read one host's views and are linked on another their own views
+    /// (committing the batch so far first).
+    pub(super) fn prepare_domains(&mut self, crawl: &PageCrawl) -> Result<()> {
+        let source_domain = domain_of_url(&crawl.url);
+        let mut hosts: HashMap<Vec<u8>, (String, BTreeSet<String>)> = HashMap::default();
+        for target in found_links(crawl).keys() {
+            if domain_of_url(target) == source_domain {
+                continue;
+            }
+            let [_, host, domain] = Item::levels_of_url(target);
+            let key = self.store.hasher.item_key(&domain);
+            hosts
+                .entry(key)
+                .or_insert_with(|| (domain.name, BTreeSet::new()))
+                .1
+                .insert(host.name);
+        }
+        let (mut second_hosts, mut new_own) = (Vec::new(), Vec::new());
+        for (domain_key, (domain, hosts)) in hosts {
+            match self.domain_class(&domain_key)? {
+                DomainClass::AtHost(host) if hosts.iter().any(|h| *h != host) => {
+                    second_hosts.push((domain_key, domain, host));
+                }
+                DomainClass::New { stale } if hosts.len() > 1 => new_own.push((domain_key, stale)),
+                _ => {}
+            }
+        }
+        if !second_hosts.is_empty() {
+            // The batch's classes go with it; the store has them once it is written.
+            self.commit()?;
+            for (domain_key, domain, host) in second_hosts {
+                self.own_views(&domain_key, &domain, &host)?;
+                self.rows.domains.insert(domain_key, DomainClass::Own);
+            }
+        }
+        for (domain_key, stale) in new_own {
+            self.forget_linked_host(&domain_key, stale);
+            self.rows.domains.insert(domain_key, DomainClass::Own);
+        }
+        Ok(())
+    }
+
+    /// The class of the root domain `domain_key`: as this batch or the one in flight
+    /// classed it, else from the store.
+    pub(super) fn domain_class(&mut self, domain_key: &[u8]) -> Result<DomainClass> {
+        if let Some(c) = self.rows.domains.get(domain_key) {
+            return Ok(c.clone());
+        }
+        let class = match self
+            .in_flight_rows()
+            .and_then(|r| r.domains.get(domain_key))
+        {
+            Some(c) => c.clone(),
+            None => stored_class(&self.store.db, domain_key)?,
+        };
+        self.rows.domains.insert(domain_key.to_vec(), class.clone());
+        Ok(class)
+    }
+
+    /// Appends `rec`'s contributions (`sign` as for [`super::contributions`]) to the
+    /// pending ones, leaving out those of its target's root domain but its counters when
+    /// the domain reads the host's views. A new domain starts reading the host of its
+    /// first link.
+    pub(super) fn push_contributions(&mut self, rec: &LinkRecord, sign: i64) -> Result<()> {
+        let start = self.pending.len();
+        let hasher = self.store.hasher;
+        super::contributions(rec, sign, &hasher, self.generation, &mut self.pending);
+        if rec.is_internal() {
+            return Ok(());
+        }
+        let [url, host, domain] = Item::levels_of_url(&rec.target_url);
+        let domain_key = hasher.item_key(&domain);
+        match self.domain_class(&domain_key)? {
+            DomainClass::Own => return Ok(()),
+            DomainClass::AtHost(at) if at == host.name => {}
+            DomainClass::AtHost(at) => {
+                return Err(Error::corrupt(
+                    CF_DISTINCT,
+                    format!(
+                        "{} reads the views of {at}, but a link to {} was not prepared for",
+                        domain.name, rec.target_url
+                    ),
+                ))
+            }
+            DomainClass::New { stale } => {
+                if sign < 0 {
+                    return Err(Error::corrupt(
+                        CF_COUNTERS,
+                        format!(
+                            "a link to {} is removed from a domain without backlinks",
+                            rec.target_url
+                        ),
+                    ));
+                }
+                self.forget_linked_host(&domain_key, stale);
+                let key = DistinctKey {
+                    item_key: &domain_key,
+                    kind: DistinctKind::LinkedHost,
+                    member: &host.name,
+                };
+                self.batch.put(&key, &Count(1));
+                self.rows
+                    .domains
+                    .insert(domain_key.clone(), DomainClass::AtHost(host.name.clone()));
+            }
+        }
+        // The domain's pointer row, unless its key is the URL's or the host's row too
+        // (hash collisions).
+        let domain_hash = hasher.hash(Level::RootDomain, &domain.name);
+        let shared_hash = [
+            hasher.hash(Level::Url, &url.name),
+            hasher.hash(Level::SubDomain, &host.name),
+        ]
+        .contains(&domain_hash);
+        let tail = self.pending.split_off(start);
+        self.pending.extend(tail.into_iter().filter(|c| match c {
+            Contribution::Counters { .. } => true,
+            Contribution::Distinct { item_key, .. }
+            | Contribution::RefDomain { item_key, .. }
+            | Contribution::Anchor { item_key, .. }
+            | Contribution::Timeline { item_key, .. } => *item_key != domain_key,
+            Contribution::Backlink { key, .. } => {
+                key.item_hash != domain_hash || shared_hash || key.is_url_row(&hasher)
+            }
+            Contribution::Expiry { .. } => true,
+        }));
+        Ok(())
+    }
+
+    /// Whether `item_key` is a root domain that reads its linked host's views.
+    pub(super) fn reads_host_views(&mut self, item_key: &[u8]) -> Result<bool> {
+        if level_of_item_key(item_key) != Some(Level::RootDomain as u8) {
+            return Ok(false);
+        }
+        Ok(matches!(
+            self.domain_class(item_key)?,
+            DomainClass::AtHost(_)
+        ))
+    }
+
+    /// The root domain whose views are those of the host `item_key`, if any.
+    pub(super) fn domain_at_host(&self, item_key: &[u8]) -> Option<Vec<u8>> {
+        domain_at_host(&self.rows, &self.store.hasher, item_key)
+    }
+
+    /// Deletes the `LinkedHost` row of a domain left without backlinks.
+    fn forget_linked_host(&mut self, domain_key: &[u8], stale: Option<String>) {
+        if let Some(host) = stale {
+            self.batch.delete(&DistinctKey {
+                item_key: domain_key,
+                kind: DistinctKind::LinkedHost,
+                member: &host,
+            });
+        }
+    }
+
+    /// Gives the domain `domain_key`, which reads the views of `host`, its own: the
+    /// host's rows of every view table copied under the domain's key, pointer rows for
+    /// the host's backlinks, and its `LinkedHost` row deleted, in one write. Its counters
+    /// already hold what those rows count. Runs with no batch pending or in flight.
+    fn own_views(&mut self, domain_key: &[u8], domain: &str, host: &str) -> Result<()> {
+        let db = &self.store.db;
+        let hasher = self.store.hasher;
+        let host_key = hasher.item_key(&Item::host(host.to_string()));
+        let mut out = SortedBatch::default();
+        let mut prefixes: Vec<(Table, Vec<u8>)> =
+            VIEW_TABLES.iter().map(|&t| (t, host_key.clone())).collect();
+        for kind in VIEW_KINDS {
+            let mut prefix = host_key.clone();
+            prefix.push(kind as u8);
+            prefixes.push((Table::Distinct, prefix));
+        }
+        for (table, prefix) in prefixes {
+            scan_prefix(db, table.cf_name(), &prefix, |key, value| {
+                let mut copy = domain_key.to_vec();
+                copy.extend_from_slice(&key[host_key.len()..]);
+                out.push(table, copy, Op::Put(value.to_vec()));
+                Ok(())
+            })?;
+        }
+        self.copy_pointers(&mut out, domain, host)?;
+        out.delete(&DistinctKey {
+            item_key: domain_key,
+            kind: DistinctKind::LinkedHost,
+            member: host,
+        });
+        let mut wo = rocksdb::WriteOptions::default();
+        wo.disable_wal(true);
+        db.write_opt(out.into_write_batch(db), &wo)?;
+        Ok(())
+    }
+
+    /// Adds to `out` the domain's pointer row of each backlink of `host` (found under the
+    /// host's hash, and checked against its record's target, which hash collisions
+    /// share).
+    fn copy_pointers(&self, out: &mut SortedBatch, domain: &str, host: &str) -> Result<()> {
+        let (db, hasher) = (&self.store.db, self.store.hasher);
+        let host_item = Item::host(host.to_string());
+        let host_hash = hasher.hash(Level::SubDomain, host);
+        let domain_hash = hasher.hash(Level::RootDomain, domain);
+        if domain_hash == host_hash {
+            return Ok(());
+        }
+        let prefix = generation_item_prefix(self.generation, host_hash);
+        let point = |key: BacklinkKey, rec: &LinkRecord, out: &mut SortedBatch| {
+            if host_item.contains_url(&rec.target_url) {
+                let copy = BacklinkKey {
+                    item_hash: domain_hash,
+                    ..key
+                };
+                if !copy.is_url_row(&hasher) {
+                    out.put(&copy, &BacklinkRow::Pointer);
+                }
+            }
+        };
+        let mut keys: Vec<BacklinkKey> = Vec::new();
+        let flush = |keys: &mut Vec<BacklinkKey>, out: &mut SortedBatch| -> Result<()> {
+            let at_url: Vec<Vec<u8>> = keys.iter().map(|k| k.url_row(&hasher).encode()).collect();
+            let values = db.batched_multi_get_cf(cf_handle(db, CF_BACKLINKS), &at_url, false);
+            for (key, value) in keys.drain(..).zip(values) {
+                let value = value?.ok_or_else(crate::table::url_row_missing)?;
+                point(key, &LinkRecord::decode(&value)?, out);
+            }
+            Ok(())
+        };
+        scan_prefix(db, CF_BACKLINKS, &prefix, |key, value| {
+            if is_pointer(value)? {
+                keys.push(BacklinkKey::parse(key)?);
+                if keys.len() >= POINTER_CHUNK {
+                    flush(&mut keys, out)?;
+                }
+            } else {
+                // A URL row whose hash is the host's too (collisions): the host's row as
+                // well when its URL is the host's.
+                point(BacklinkKey::parse(key)?, &LinkRecord::decode(value)?, out);
+            }
+            Ok(())
+        })?;
+        flush(&mut keys, out)
+    }
+}
+
+/// The root domain whose views are those of the host `item_key` as `rows` classed it.
+pub(super) fn domain_at_host(
+    rows: &BatchRows,
+    hasher: &ItemHasher,
+    item_key: &[u8],
+) -> Option<Vec<u8>> {
+    if level_of_item_key(item_key) != Some(Level::SubDomain as u8) || rows.domains.is_empty() {
+        return None;
+    }
+    let host = item_key
+        .get(9..item_key.len().saturating_sub(1))
+        .and_then(|name| std::str::from_utf8(name).ok())?;
+    let domain = Item::domain(crate::item::root_domain(host).unwrap_or(host).to_string());
+    let domain_key = hasher.item_key(&domain);
+    match rows.domains.get(&domain_key) {
+        Some(DomainClass::AtHost(at)) if at == host => Some(domain_key),
+        _ => None,
+    }
+}
+
+/// A root domain's class as the store has it.
+fn stored_class(db: &rocksdb::DB, domain_key: &[u8]) -> Result<DomainClass> {
+    let mut prefix = domain_key.to_vec();
+    prefix.push(DistinctKind::LinkedHost as u8);
+    let mut host = None;
+    scan_prefix(db, CF_DISTINCT, &prefix, |key, _| {
+        host.get_or_insert(DistinctKey::parse(key)?.member.to_string());
+        Ok(())
+    })?;
+    let backlinks = match db.get_pinned_cf(cf_handle(db, CF_COUNTERS), domain_key)? {
+        Some(v) => CountersKey(domain_key).decode_value(&v)?.ext_backlinks,
+        None => 0,
+    };
+    Ok(match host {
+        _ if backlinks <= 0 => DomainClass::New { stale: host },
+        Some(host) => DomainClass::AtHost(host),
+        None => DomainClass::Own,
+    })
+}
+
+/// Visits the rows of `cf` whose keys start with `prefix`, as last written.
+fn scan_prefix(
+    db: &rocksdb::DB,
+    cf: &str,
+    prefix: &[u8],
+    mut visit: impl FnMut(&[u8], &[u8]) -> Result<()>,
+) -> Result<()> {
+    let mut opts = ReadOptions::default();
+    if let Some(upper) = prefix_successor(prefix) {
+        opts.set_iterate_upper_bound(upper);
+    }
+    let mut it = db.raw_iterator_cf_opt(cf_handle(db, cf), opts);
+    it.seek(prefix);
+    while let Some((key, value)) = it.item() {
+        visit(key, value)?;
+        it.next();
+    }
+    it.status()?;
+    Ok(())
+}

@@ -1,0 +1,164 @@
+//! A root domain whose backlinks all point to one host reads that host's views (format
+//! 18): the incremental writer keeps none of the domain's own while that holds, keeps its
+//! counters exact, and gives it its own views when a second host gets a link, in a
+//! later batch or within one.
+
+use linkstore::build::Table;
+use linkstore::{CrawlOutcome, Item, ItemHasher, OutLink, PageCrawl, Store, StoreOptions};
+
+const DAY: i64 = 86_400;
+const T0: i64 = 1_735_689_600; // 2025-01-01
+
+/// A crawl of `page` on `day` linking to `targets`, from an address of its own.
+fn crawl(page: &str, day: i64, targets: &[&str], ip: u8) -> PageCrawl {
+    PageCrawl {
+        url: page.to_string(),
+        fetched_at: T0 + day * DAY,
+        ip: Some(format!("10.1.{ip}.1").parse().unwrap()),
+        outcome: CrawlOutcome::Html {
+            links: targets
+                .iter()
+                .map(|t| OutLink {
+                    target: t.to_string(),
+                    anchor_text: format!("to {t}"),
+                    ..Default::default()
+                })
+                .collect(),
+        },
+    }
+}
+
+/// Ten pages on five domains linking to `www.d.example`, then (`day` 1) three pages
+/// linking to `shop.d.example` as well.
+fn crawls() -> (Vec<PageCrawl>, Vec<PageCrawl>) {
+    let first = (0..10)
+        .map(|i| {
+            let page = format!("http://s{}.example/p{i}", i % 5);
+            crawl(
+                &page,
+                0,
+                &["http://www.d.example/a", "http://www.d.example/b"],
+                i,
+            )
+        })
+        .collect();
+    let second = (0..3)
+        .map(|i| {
+            let page = format!("http://t{i}.example/");
+            crawl(
+                &page,
+                1,
+                &["http://shop.d.example/", "http://www.d.example/a"],
+                20 + i,
+            )
+        })
+        .collect();
+    (first, second)
+}
+
+/// Applies each group of crawls as one batch.
+fn apply(store: &Store, batches: &[&[PageCrawl]]) {
+    let mut w = store.writer().unwrap();
+    for batch in batches {
+        for c in *batch {
+            w.apply(c).unwrap();
+        }
+        w.commit_in_background().unwrap();
+    }
+    w.commit().unwrap();
+}
+
+/// Rows of `table` under the item key of `item`.
+fn rows_of(store: &Store, table: Table, item: &Item) -> usize {
+    let key = ItemHasher::new(StoreOptions::default().hash_bits).item_key(item);
+    let mut n = 0;
+    store
+        .read()
+        .scan_table(table, |k, _| n += usize::from(k.starts_with(&key)))
+        .unwrap();
+    n
+}
+
+/// What a reader gets for the root domain: counters, backlinks, referring domains,
+/// anchors and timeline, spelt out.
+fn reads(store: &Store, domain: &Item) -> String {
+    let read = store.read();
+    let mut backlinks = Vec::new();
+    read.scan_backlinks(domain, |rec| {
+        backlinks.push(format!("{} -> {}", rec.source_url, rec.target_url));
+        true
+    })
+    .unwrap();
+    backlinks.sort();
+    format!(
+        "{:?}\n{backlinks:?}\n{:?}\n{:?}\n{:?}",
+        read.counters(domain).unwrap(),
+        read.ref_domains(domain, 0, 100).unwrap(),
+        read.anchors(domain, 0, 100).unwrap(),
+        read.timeline(domain, 0, u32::MAX).unwrap(),
+    )
+}
+
+#[test]
+fn a_domain_reads_its_host_until_a_second_host_gets_a_link() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (first, second) = crawls();
+    let domain = Item::domain("d.example");
+    let www = Item::host("www.d.example");
+
+    let store = Store::open(tmp.path().join("a"), &StoreOptions::default()).unwrap();
+    apply(&store, &[&first[..4], &first[4..]]);
+    assert_eq!(
+        store.read().linked_host(&domain).unwrap().as_deref(),
+        Some("www.d.example")
+    );
+    for table in [Table::RefDomains, Table::Anchors, Table::Timeline] {
+        assert_eq!(rows_of(&store, table, &domain), 0, "{table:?}");
+        assert!(rows_of(&store, table, &www) > 0, "{table:?}");
+    }
+    let counters = store.read().counters(&domain).unwrap().unwrap();
+    assert_eq!(counters, store.read().counters(&www).unwrap().unwrap());
+    assert_eq!((counters.ref_domains, counters.ext_backlinks), (5, 20));
+    assert!(
+        counters.ref_ips == 10 && counters.anchor_texts == 2,
+        "{counters:?}"
+    );
+    // Each referring domain counts d.example among its out-domains.
+    let source = store.read().counters(&Item::domain("s0.example")).unwrap();
+    assert_eq!(source.unwrap().out_domains_external, 1);
+
+    // A second host: the domain's own views from then on, as if it always had them.
+    apply(&store, &[&second[..]]);
+    assert_eq!(store.read().linked_host(&domain).unwrap(), None);
+    assert_eq!(
+        rows_of(&store, Table::RefDomains, &domain),
+        8,
+        "five referring domains of www, three of both"
+    );
+    let counters = store.read().counters(&domain).unwrap().unwrap();
+    assert_eq!((counters.ref_domains, counters.ext_backlinks), (8, 26));
+    assert_eq!(counters.ref_ips, 13);
+
+    // The same crawls in one batch (the second host met within it), and one crawl at a
+    // time: the same reads.
+    let all: Vec<PageCrawl> = first.iter().chain(&second).cloned().collect();
+    let whole = reads(&store, &domain);
+    for (name, batches) in [
+        ("one", vec![&all[..]]),
+        ("each", all.chunks(1).collect::<Vec<_>>()),
+    ] {
+        let other = Store::open(tmp.path().join(name), &StoreOptions::default()).unwrap();
+        apply(&other, &batches);
+        assert_eq!(reads(&other, &domain), whole, "{name}");
+        for table in Table::ALL {
+            let rows = |s: &Store| {
+                let mut v = Vec::new();
+                s.read()
+                    .scan_table(table, |k, val| v.push((k.to_vec(), val.to_vec())))
+                    .unwrap();
+                v
+            };
+            assert_eq!(rows(&other), rows(&store), "{name}: {table:?}");
+        }
+    }
+}
