@@ -132,7 +132,7 @@ fn scratch_dir(store_path: &Path) -> PathBuf {
 /// An open flow publication; holds the store's write lock (no ingest meanwhile).
 pub struct FlowUpdate<'a> {
     store: &'a Store,
-    _lock: MutexGuard<'a, ()>,
+    _lock: MutexGuard<'a, crate::writer::DomainClasses>,
     current: u8,
     next: u8,
     batches: Batches<'a>,

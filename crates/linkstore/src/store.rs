@@ -120,8 +120,9 @@ pub struct Store {
     generation: AtomicU8,
     /// Publishes so far, for [`Store::stamp`].
     publishes: AtomicU64,
-    /// One writer at a time: an ingest `Writer` or a `FlowUpdate`.
-    pub(crate) write_lock: Mutex<()>,
+    /// One writer at a time: an ingest `Writer` or a `FlowUpdate`. Holds what writers
+    /// keep from one to the next: the root domains they classed.
+    pub(crate) write_lock: Mutex<crate::writer::DomainClasses>,
     cache: Cache,
     /// See [`Store::is_snapshot`].
     snapshot: AtomicBool,
@@ -371,7 +372,7 @@ impl Store {
             path,
             generation: AtomicU8::new(generation),
             publishes: AtomicU64::new(0),
-            write_lock: Mutex::new(()),
+            write_lock: Mutex::default(),
             cache,
         })
     }

@@ -47,6 +47,7 @@ mod linked_hosts;
 mod small_urls;
 mod write_threads;
 use linked_hosts::DomainClass;
+pub(crate) use linked_hosts::DomainClasses;
 use small_urls::UrlClass;
 use write_threads::{Helpers, Pending, WriteThreads};
 
@@ -216,7 +217,10 @@ struct Tracked<T> {
 /// (or flow publication) at a time.
 pub struct Writer<'a> {
     store: &'a Store,
-    _lock: std::sync::MutexGuard<'a, ()>,
+    /// The store's write lock, and with it every root domain a writer of the store
+    /// classed, as it last classed it: batches meet the same domains again, and reading
+    /// their classes from the store was a tenth of a round ([`linked_hosts`]).
+    known: std::sync::MutexGuard<'a, DomainClasses>,
     /// Backlink generation written to; fixed while the lock is held.
     generation: u8,
     /// Current flow metrics and top topics of URLs, cached for the batch.
@@ -301,7 +305,7 @@ impl<'a> Writer<'a> {
         let lock = store.write_lock.lock().unwrap_or_else(|p| p.into_inner());
         Writer {
             store,
-            _lock: lock,
+            known: lock,
             generation: store.generation(),
             flows: HashMap::default(),
             batch: SortedBatch::default(),
@@ -803,6 +807,8 @@ impl<'a> Writer<'a> {
     /// Commits as it goes; pending crawls are committed first.
     pub fn expire_before(&mut self, cutoff: u32) -> Result<ExpireStats> {
         self.commit()?;
+        // Domains may lose every backlink here: classed from the store again afterwards.
+        self.known.clear();
         let mut stats = ExpireStats::default();
         // Pages by their last fetch day.
         let mut old_pages: Vec<(u32, String)> = Vec::new();
@@ -868,6 +874,7 @@ impl<'a> Writer<'a> {
             stats.pages += 1;
         }
         self.commit()?;
+        self.known.clear();
         Ok(stats)
     }
 

@@ -28,9 +28,12 @@ use crate::views::{domain_of_url, Contribution};
 use rocksdb::ReadOptions;
 use std::collections::BTreeSet;
 
+/// Root domains by item key, and how they were classed.
+pub(crate) type DomainClasses = HashMap<Vec<u8>, DomainClass>;
+
 /// How a batch treats a root domain its links point to.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum DomainClass {
+pub(crate) enum DomainClass {
     /// Every backlink record of the domain is on this host, whose views it reads.
     AtHost(String),
     /// It keeps its own views.
@@ -52,6 +55,10 @@ const VIEW_TABLES: [Table; 5] = [
 
 /// `distinct` kinds a target item's backlinks feed (the others are its pages' own).
 const VIEW_KINDS: [DistinctKind; 2] = [DistinctKind::RefIp, DistinctKind::AnchorDomain];
+
+/// Root domains a store's writers remember the classes of before they forget them all
+/// (about 100 bytes each).
+const MAX_KNOWN_DOMAINS: usize = 1 << 21;
 
 /// Pointer rows resolved per multi-get while copying a host's backlinks.
 const POINTER_CHUNK: usize = 4096;
@@ -90,31 +97,40 @@ impl Writer<'_> {
             self.commit()?;
             for (domain_key, domain, host) in second_hosts {
                 self.own_views(&domain_key, &domain, &host)?;
-                self.rows.domains.insert(domain_key, DomainClass::Own);
+                self.set_class(domain_key, DomainClass::Own);
             }
         }
         for (domain_key, stale) in new_own {
             self.forget_linked_host(&domain_key, stale);
-            self.rows.domains.insert(domain_key, DomainClass::Own);
+            self.set_class(domain_key, DomainClass::Own);
         }
         Ok(())
     }
 
-    /// The class of the root domain `domain_key`: as this batch or the one in flight
-    /// classed it, else from the store.
+    /// The class of the root domain `domain_key`: as this batch or this writer last
+    /// classed it (or the batch in flight, should the writer have forgotten), else from
+    /// the store.
     pub(super) fn domain_class(&mut self, domain_key: &[u8]) -> Result<DomainClass> {
         if let Some(c) = self.rows.domains.get(domain_key) {
             return Ok(c.clone());
         }
-        let class = match self
-            .in_flight_rows()
-            .and_then(|r| r.domains.get(domain_key))
-        {
+        let in_flight = || self.in_flight_rows()?.domains.get(domain_key);
+        let class = match self.known.get(domain_key).or_else(in_flight) {
             Some(c) => c.clone(),
             None => stored_class(&self.store.db, domain_key)?,
         };
-        self.rows.domains.insert(domain_key.to_vec(), class.clone());
+        self.set_class(domain_key.to_vec(), class.clone());
         Ok(class)
+    }
+
+    /// Classes a domain for this batch (whose write thread reads its classes) and for the
+    /// batches after it.
+    fn set_class(&mut self, domain_key: Vec<u8>, class: DomainClass) {
+        if self.known.len() >= MAX_KNOWN_DOMAINS {
+            self.known.clear();
+        }
+        self.known.insert(domain_key.clone(), class.clone());
+        self.rows.domains.insert(domain_key, class);
     }
 
     /// Appends `rec`'s contributions (`sign` as for [`super::contributions`]) to the
@@ -159,9 +175,7 @@ impl Writer<'_> {
                     member: &host.name,
                 };
                 self.batch.put(&key, &Count(1));
-                self.rows
-                    .domains
-                    .insert(domain_key.clone(), DomainClass::AtHost(host.name.clone()));
+                self.set_class(domain_key.clone(), DomainClass::AtHost(host.name.clone()));
             }
         }
         // The domain's pointer row, unless its key is the URL's or the host's row too
