@@ -6,7 +6,9 @@
 //! new; some: it keeps its own views). A new domain reads the host of its first link,
 //! unless one crawl links it on two hosts. Of a link to a domain that reads a host's
 //! views, the domain gets only its counters; the counters its member rows would feed
-//! (referring domains, addresses, subnets, anchor texts) move as the host's do.
+//! (referring domains, addresses, subnets, anchor texts) move as the host's do. Classes
+//! live beside the store's write lock, so later batches and writers read none again;
+//! expiring the window forgets them.
 //!
 //! A crawl that would link such a domain on a second host first commits the batch so
 //! far (a page boundary), then copies the host's rows to the domain in one write of its
