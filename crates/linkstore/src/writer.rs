@@ -217,8 +217,8 @@ struct Tracked<T> {
 /// (or flow publication) at a time.
 pub struct Writer<'a> {
     store: &'a Store,
-    /// The store's write lock, and with it every root domain a writer of the store
-    /// classed, as it last classed it: batches meet the same domains again, and reading
+    /// The store's write lock, and with it the class of every root domain a batch
+    /// written to the store classed: batches meet the same domains again, and reading
     /// their classes from the store was a tenth of a round ([`linked_hosts`]).
     known: std::sync::MutexGuard<'a, DomainClasses>,
     /// Backlink generation written to; fixed while the lock is held.
@@ -806,9 +806,15 @@ impl<'a> Writer<'a> {
     /// were seen at its last fetch; a deleted link has its own row), never every link.
     /// Commits as it goes; pending crawls are committed first.
     pub fn expire_before(&mut self, cutoff: u32) -> Result<ExpireStats> {
-        self.commit()?;
-        // Domains may lose every backlink here: classed from the store again afterwards.
+        let expired = self.expire_links_and_pages(cutoff);
+        // Domains may have lost every backlink, whether or not all of it was written:
+        // classed from the store again afterwards.
         self.known.clear();
+        expired
+    }
+
+    fn expire_links_and_pages(&mut self, cutoff: u32) -> Result<ExpireStats> {
+        self.commit()?;
         let mut stats = ExpireStats::default();
         // Pages by their last fetch day.
         let mut old_pages: Vec<(u32, String)> = Vec::new();
@@ -874,7 +880,6 @@ impl<'a> Writer<'a> {
             stats.pages += 1;
         }
         self.commit()?;
-        self.known.clear();
         Ok(stats)
     }
 
@@ -1186,6 +1191,7 @@ impl<'a> Writer<'a> {
                 f.write
                     .join()
                     .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+                self.remember_classes(&f.rows);
                 Ok(Some(f.rows))
             }
         }

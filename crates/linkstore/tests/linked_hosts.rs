@@ -162,3 +162,29 @@ fn a_domain_reads_its_host_until_a_second_host_gets_a_link() {
         }
     }
 }
+
+#[test]
+fn a_batch_never_written_leaves_no_class_behind() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (first, _) = crawls();
+    let domain = Item::domain("d.example");
+    let store = Store::open(tmp.path().join("a"), &StoreOptions::default()).unwrap();
+    {
+        let mut w = store.writer().unwrap();
+        for c in &first[..4] {
+            w.apply(c).unwrap();
+        }
+        // Dropped before it commits, as an ingest stopped by an error is: the batch,
+        // and the classes it gave its domains, are not in the store.
+    }
+    assert_eq!(store.read().counters(&domain).unwrap(), None);
+    apply(&store, &[&first[..]]);
+
+    let fresh = Store::open(tmp.path().join("b"), &StoreOptions::default()).unwrap();
+    apply(&fresh, &[&first[..]]);
+    assert_eq!(
+        store.read().linked_host(&domain).unwrap().as_deref(),
+        Some("www.d.example")
+    );
+    assert_eq!(reads(&store, &domain), reads(&fresh, &domain));
+}

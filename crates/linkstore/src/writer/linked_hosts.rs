@@ -7,8 +7,9 @@
 //! unless one crawl links it on two hosts. Of a link to a domain that reads a host's
 //! views, the domain gets only its counters; the counters its member rows would feed
 //! (referring domains, addresses, subnets, anchor texts) move as the host's do. Classes
-//! live beside the store's write lock, so later batches and writers read none again;
-//! expiring the window forgets them.
+//! live beside the store's write lock once their batch is in the store, so later
+//! batches and writers read none again; a batch that fails or is dropped takes its
+//! classes with it, and expiring the window forgets them all.
 //!
 //! A crawl that would link such a domain on a second host first commits the batch so
 //! far (a page boundary), then copies the host's rows to the domain in one write of its
@@ -99,6 +100,8 @@ impl Writer<'_> {
             self.commit()?;
             for (domain_key, domain, host) in second_hosts {
                 self.own_views(&domain_key, &domain, &host)?;
+                // Written already: the store has the class whatever becomes of the batch.
+                self.known.insert(domain_key.clone(), DomainClass::Own);
                 self.set_class(domain_key, DomainClass::Own);
             }
         }
@@ -109,15 +112,16 @@ impl Writer<'_> {
         Ok(())
     }
 
-    /// The class of the root domain `domain_key`: as this batch or this writer last
-    /// classed it (or the batch in flight, should the writer have forgotten), else from
-    /// the store.
+    /// The class of the root domain `domain_key`: as this batch, the batch in flight or
+    /// a batch written before last classed it, else from the store.
     pub(super) fn domain_class(&mut self, domain_key: &[u8]) -> Result<DomainClass> {
         if let Some(c) = self.rows.domains.get(domain_key) {
             return Ok(c.clone());
         }
-        let in_flight = || self.in_flight_rows()?.domains.get(domain_key);
-        let class = match self.known.get(domain_key).or_else(in_flight) {
+        let in_flight = self
+            .in_flight_rows()
+            .and_then(|rows| rows.domains.get(domain_key));
+        let class = match in_flight.or_else(|| self.known.get(domain_key)) {
             Some(c) => c.clone(),
             None => stored_class(&self.store.db, domain_key)?,
         };
@@ -125,14 +129,21 @@ impl Writer<'_> {
         Ok(class)
     }
 
-    /// Classes a domain for this batch (whose write thread reads its classes) and for the
-    /// batches after it.
+    /// Classes a domain for this batch, whose write thread reads its classes, and which
+    /// hands them to the batches after it once written ([`Writer::remember_classes`]).
     fn set_class(&mut self, domain_key: Vec<u8>, class: DomainClass) {
-        if self.known.len() >= MAX_KNOWN_DOMAINS {
+        self.rows.domains.insert(domain_key, class);
+    }
+
+    /// Keeps the classes of a batch now in the store for the batches and writers after
+    /// it.
+    pub(super) fn remember_classes(&mut self, written: &BatchRows) {
+        if self.known.len() + written.domains.len() > MAX_KNOWN_DOMAINS {
             self.known.clear();
         }
-        self.known.insert(domain_key.clone(), class.clone());
-        self.rows.domains.insert(domain_key, class);
+        for (key, class) in &written.domains {
+            self.known.insert(key.clone(), class.clone());
+        }
     }
 
     /// Appends `rec`'s contributions (`sign` as for [`super::contributions`]) to the
