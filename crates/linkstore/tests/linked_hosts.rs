@@ -28,8 +28,8 @@ fn crawl(page: &str, day: i64, targets: &[&str], ip: u8) -> PageCrawl {
     }
 }
 
-/// Ten pages on five domains linking to `www.d.example`, then (`day` 1) three pages
-/// linking to `shop.d.example` as well.
+/// Ten pages on five domains linking to `www.d.example`, then (`day` 1) a page linking
+/// elsewhere and three pages linking to `shop.d.example` as well.
 fn crawls() -> (Vec<PageCrawl>, Vec<PageCrawl>) {
     let first = (0..10)
         .map(|i| {
@@ -42,8 +42,11 @@ fn crawls() -> (Vec<PageCrawl>, Vec<PageCrawl>) {
             )
         })
         .collect();
-    let second = (0..3)
-        .map(|i| {
+    // With a batch of one crawl each, the page linking elsewhere is in flight while the
+    // first link to `shop` has the host's rows copied.
+    let elsewhere = crawl("http://u.example/", 1, &["http://e.example/"], 19);
+    let second = std::iter::once(elsewhere)
+        .chain((0..3).map(|i| {
             let page = format!("http://t{i}.example/");
             crawl(
                 &page,
@@ -51,7 +54,7 @@ fn crawls() -> (Vec<PageCrawl>, Vec<PageCrawl>) {
                 &["http://shop.d.example/", "http://www.d.example/a"],
                 20 + i,
             )
-        })
+        }))
         .collect();
     (first, second)
 }

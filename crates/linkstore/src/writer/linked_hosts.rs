@@ -11,9 +11,11 @@
 //! batches and writers read none again; a batch that fails or is dropped takes its
 //! classes with it, and expiring the window forgets them all.
 //!
-//! A crawl that would link such a domain on a second host first commits the batch so
-//! far (a page boundary), then copies the host's rows to the domain in one write of its
-//! own, so the domain keeps its own views from then on, exactly as if it always had.
+//! A crawl that would link such a domain on a second host first has the host's rows
+//! copied to the domain in one write of its own, so the domain keeps its own views from
+//! then on, exactly as if it always had. The copy reads the store, so when the batch so
+//! far or the one in flight linked the domain, it is committed first (a page boundary:
+//! nothing of the crawl is applied yet).
 
 use super::{BatchRows, HashMap, Op, SortedBatch, Writer};
 use crate::build::Table;
@@ -69,7 +71,7 @@ const POINTER_CHUNK: usize = 4096;
 impl Writer<'_> {
     /// Classes the root domains `crawl` links to before anything of it is applied, and
     /// gives those that read one host's views and are linked on another their own views
-    /// (committing the batch so far first).
+    /// (committing the batch so far first if it or the batch in flight linked them).
     pub(super) fn prepare_domains(&mut self, crawl: &PageCrawl) -> Result<()> {
         let source_domain = domain_of_url(&crawl.url);
         let mut hosts: HashMap<Vec<u8>, (String, BTreeSet<String>)> = HashMap::default();
@@ -86,9 +88,12 @@ impl Writer<'_> {
                 .insert(host.name);
         }
         let (mut second_hosts, mut new_own) = (Vec::new(), Vec::new());
+        let mut batch_touched_a_host = false;
         for (domain_key, (domain, hosts)) in hosts {
+            let touched = self.classed_unwritten(&domain_key);
             match self.domain_class(&domain_key)? {
                 DomainClass::AtHost(host) if hosts.iter().any(|h| *h != host) => {
+                    batch_touched_a_host |= touched;
                     second_hosts.push((domain_key, domain, host));
                 }
                 DomainClass::New { stale } if hosts.len() > 1 => new_own.push((domain_key, stale)),
@@ -96,8 +101,10 @@ impl Writer<'_> {
             }
         }
         if !second_hosts.is_empty() {
-            // The batch's classes go with it; the store has them once it is written.
-            self.commit()?;
+            if batch_touched_a_host {
+                // The host's rows are copied from the store: it must have the batch's.
+                self.commit()?;
+            }
             for (domain_key, domain, host) in second_hosts {
                 self.own_views(&domain_key, &domain, &host)?;
                 // Written already: the store has the class whatever becomes of the batch.
@@ -110,6 +117,16 @@ impl Writer<'_> {
             self.set_class(domain_key, DomainClass::Own);
         }
         Ok(())
+    }
+
+    /// Whether this batch or the one in flight classed the root domain `domain_key`:
+    /// only their links can have changed its host's rows since they were last written,
+    /// every link to the host being one to the domain.
+    fn classed_unwritten(&self, domain_key: &[u8]) -> bool {
+        self.rows.domains.contains_key(domain_key)
+            || self
+                .in_flight_rows()
+                .is_some_and(|rows| rows.domains.contains_key(domain_key))
     }
 
     /// The class of the root domain `domain_key`: as this batch, the batch in flight or
@@ -244,7 +261,9 @@ impl Writer<'_> {
     /// Gives the domain `domain_key`, which reads the views of `host`, its own: the
     /// host's rows of every view table copied under the domain's key, pointer rows for
     /// the host's backlinks, and its `LinkedHost` row deleted, in one write. Its counters
-    /// already hold what those rows count. Runs with no batch pending or in flight.
+    /// already hold what those rows count. Runs when no batch pending or in flight has
+    /// classed the domain, so that the store has every row of the host, and none of
+    /// those batches writes the domain's or the host's rows.
     fn own_views(&mut self, domain_key: &[u8], domain: &str, host: &str) -> Result<()> {
         let db = &self.store.db;
         let hasher = self.store.hasher;
