@@ -191,3 +191,58 @@ fn a_batch_never_written_leaves_no_class_behind() {
     );
     assert_eq!(reads(&store, &domain), reads(&fresh, &domain));
 }
+
+#[test]
+fn a_domain_whose_links_all_expired_reads_the_host_of_its_next_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (first, _) = crawls();
+    let domain = Item::domain("d.example");
+    let store = Store::open(tmp.path().join("a"), &StoreOptions::default()).unwrap();
+    apply(&store, &[&first[..]]);
+    let expired = store
+        .writer()
+        .unwrap()
+        .expire_before(linkstore::day_of(T0 + 5 * DAY))
+        .unwrap();
+    assert_eq!((expired.pages, expired.links), (10, 20));
+    assert_eq!(
+        store
+            .read()
+            .counters(&domain)
+            .unwrap()
+            .unwrap()
+            .ext_backlinks,
+        0
+    );
+
+    let later = [crawl(
+        "http://v.example/",
+        10,
+        &["http://shop.d.example/x"],
+        40,
+    )];
+    apply(&store, &[&later[..]]);
+    assert_eq!(
+        store.read().linked_host(&domain).unwrap().as_deref(),
+        Some("shop.d.example")
+    );
+    let fresh = Store::open(tmp.path().join("b"), &StoreOptions::default()).unwrap();
+    apply(&fresh, &[&later[..]]);
+    // Views read as the new host's; counters alike but for the first link's day, which
+    // expiry leaves as it was.
+    let views = |s: &Store| reads(s, &domain).split_once('\n').unwrap().1.to_string();
+    assert_eq!(views(&store), views(&fresh));
+    let counters = |s: &Store| s.read().counters(&domain).unwrap().unwrap();
+    let (mut expired_since, new) = (counters(&store), counters(&fresh));
+    assert_eq!(
+        expired_since.first_link_day,
+        i64::from(linkstore::day_of(T0))
+    );
+    expired_since.first_link_day = new.first_link_day;
+    assert_eq!(expired_since, new);
+    assert_eq!(
+        rows_of(&store, Table::Distinct, &domain),
+        rows_of(&fresh, Table::Distinct, &domain),
+        "the expired host's row is gone"
+    );
+}
