@@ -62,6 +62,14 @@ pub(crate) fn item_key_len(key: &[u8], cf: &'static str) -> Result<usize> {
         .ok_or_else(|| Error::corrupt(cf, "key does not start with an item key"))
 }
 
+/// `key`, an aggregate or distinct key of `cf`, with its item key replaced by
+/// `item_key`: the same row of another item (a root domain taking its host's rows as its
+/// own).
+pub(crate) fn with_item_key(key: &[u8], cf: &'static str, item_key: &[u8]) -> Result<Vec<u8>> {
+    let rest = &key[item_key_len(key, cf)?..];
+    Ok([item_key, rest].concat())
+}
+
 /// Adds a row to a RocksDB write batch.
 pub(crate) fn put_row<K: TableKey>(
     store: &crate::Store,
@@ -774,6 +782,31 @@ mod tests {
     use super::*;
     use crate::keys::{link_key, ItemHasher};
     use crate::Item;
+
+    /// A row re-keyed to another item parses as that item's, its member unchanged; a key
+    /// without an item key is refused.
+    #[test]
+    fn a_row_re_keyed_is_the_same_row_of_another_item() {
+        let hasher = ItemHasher::new(16);
+        let host = hasher.item_key(&Item::host("www.d.example"));
+        let domain = hasher.item_key(&Item::domain("d.example"));
+        let key = RefDomainKey {
+            item_key: &host,
+            domain: "s.example",
+        }
+        .encode();
+        let copy = with_item_key(&key, Table::RefDomains.cf_name(), &domain).unwrap();
+        let parsed = RefDomainKey::parse(&copy).unwrap();
+        assert_eq!((parsed.item_key, parsed.domain), (&domain[..], "s.example"));
+        let day = TimelineKey {
+            item_key: &host,
+            day: 20_000,
+        }
+        .encode();
+        let copy = with_item_key(&day, Table::Timeline.cf_name(), &domain).unwrap();
+        assert_eq!(TimelineKey::parse(&copy).unwrap().day, 20_000);
+        assert!(with_item_key(b"short", Table::Timeline.cf_name(), &domain).is_err());
+    }
 
     /// A pointer row is its marker byte alone; a record is not a pointer, and a marker
     /// followed by more bytes (a format-13 pointer, or damage) is refused as corruption

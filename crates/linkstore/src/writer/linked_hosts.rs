@@ -27,7 +27,7 @@ use crate::page::PageCrawl;
 use crate::record::LinkRecord;
 use crate::store::{cf_handle, prefix_successor, CF_BACKLINKS, CF_COUNTERS, CF_DISTINCT};
 use crate::table::{
-    is_pointer, BacklinkKey, BacklinkRow, Count, CountersKey, DistinctKey, TableKey,
+    is_pointer, with_item_key, BacklinkKey, BacklinkRow, Count, CountersKey, DistinctKey, TableKey,
 };
 use crate::views::{domain_of_url, Contribution};
 use rocksdb::ReadOptions;
@@ -278,8 +278,7 @@ impl Writer<'_> {
         }
         for (table, prefix) in prefixes {
             scan_prefix(db, table.cf_name(), &prefix, |key, value| {
-                let mut copy = domain_key.to_vec();
-                copy.extend_from_slice(&key[host_key.len()..]);
+                let copy = with_item_key(key, table.cf_name(), domain_key)?;
                 out.push(table, copy, Op::Put(value.to_vec()));
                 Ok(())
             })?;
