@@ -62,12 +62,19 @@ pub(crate) fn item_key_len(key: &[u8], cf: &'static str) -> Result<usize> {
         .ok_or_else(|| Error::corrupt(cf, "key does not start with an item key"))
 }
 
-/// `key`, an aggregate or distinct key of `cf`, with its item key replaced by
-/// `item_key`: the same row of another item (a root domain taking its host's rows as its
-/// own).
-pub(crate) fn with_item_key(key: &[u8], cf: &'static str, item_key: &[u8]) -> Result<Vec<u8>> {
-    let rest = &key[item_key_len(key, cf)?..];
-    Ok([item_key, rest].concat())
+/// `key`, an aggregate or distinct key of `cf` that starts with the item key `from`,
+/// with that replaced by `to`: the same row of another item (a root domain taking its
+/// host's rows as its own).
+pub(crate) fn with_item_key(
+    key: &[u8],
+    cf: &'static str,
+    from: &[u8],
+    to: &[u8],
+) -> Result<Vec<u8>> {
+    let rest = key
+        .strip_prefix(from)
+        .ok_or_else(|| Error::corrupt(cf, "key is not of the item it was read under"))?;
+    Ok([to, rest].concat())
 }
 
 /// Adds a row to a RocksDB write batch.
@@ -784,7 +791,7 @@ mod tests {
     use crate::Item;
 
     /// A row re-keyed to another item parses as that item's, its member unchanged; a key
-    /// without an item key is refused.
+    /// not of the item named is refused.
     #[test]
     fn a_row_re_keyed_is_the_same_row_of_another_item() {
         let hasher = ItemHasher::new(16);
@@ -795,7 +802,7 @@ mod tests {
             domain: "s.example",
         }
         .encode();
-        let copy = with_item_key(&key, Table::RefDomains.cf_name(), &domain).unwrap();
+        let copy = with_item_key(&key, Table::RefDomains.cf_name(), &host, &domain).unwrap();
         let parsed = RefDomainKey::parse(&copy).unwrap();
         assert_eq!((parsed.item_key, parsed.domain), (&domain[..], "s.example"));
         let day = TimelineKey {
@@ -803,9 +810,9 @@ mod tests {
             day: 20_000,
         }
         .encode();
-        let copy = with_item_key(&day, Table::Timeline.cf_name(), &domain).unwrap();
+        let copy = with_item_key(&day, Table::Timeline.cf_name(), &host, &domain).unwrap();
         assert_eq!(TimelineKey::parse(&copy).unwrap().day, 20_000);
-        assert!(with_item_key(b"short", Table::Timeline.cf_name(), &domain).is_err());
+        assert!(with_item_key(&day, Table::Timeline.cf_name(), &domain, &host).is_err());
     }
 
     /// A pointer row is its marker byte alone; a record is not a pointer, and a marker

@@ -214,7 +214,8 @@ struct Tracked<T> {
 }
 
 /// Buffers crawls and writes them atomically. Holds the store's write lock: one writer
-/// (or flow publication) at a time.
+/// (or flow publication) at a time. After any error, drop it: the batch it holds may
+/// rest on a write that failed.
 pub struct Writer<'a> {
     store: &'a Store,
     /// The store's write lock, and with it the class of every root domain a batch
@@ -808,8 +809,16 @@ impl<'a> Writer<'a> {
     pub fn expire_before(&mut self, cutoff: u32) -> Result<ExpireStats> {
         let expired = self.expire_links_and_pages(cutoff);
         // Domains may have lost every backlink, whether or not all of it was written:
-        // classed from the store again afterwards.
+        // classed from the store again afterwards. Such a domain may then read a host's
+        // views and later copy its rows without a batch noting their count, so the
+        // member row counts are read from the store again too.
         self.known.clear();
+        let mut so_far = self
+            .written_so_far
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        so_far.member_counts = MemberCounts::default();
+        drop(so_far);
         expired
     }
 

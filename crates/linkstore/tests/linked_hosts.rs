@@ -246,3 +246,75 @@ fn a_domain_whose_links_all_expired_reads_the_host_of_its_next_one() {
         "the expired host's row is gone"
     );
 }
+
+#[test]
+fn a_domain_given_views_again_after_expiry_keeps_its_ranked_copies_exact() {
+    let tmp = tempfile::tempdir().unwrap();
+    let domain = Item::domain("d.example");
+    // Its own views from one crawl linking two hosts, all expired; then 300 referring
+    // domains on `www` (past the 256 rows that have ranked copies), a link on `shop`
+    // (the copy), and one more on `www`: all through one writer.
+    let first = [crawl(
+        "http://o.example/",
+        0,
+        &["http://www.d.example/", "http://shop.d.example/"],
+        1,
+    )];
+    let many: Vec<PageCrawl> = (0..300)
+        .map(|i| {
+            crawl(
+                &format!("http://r{i}.example/"),
+                10,
+                &["http://www.d.example/p"],
+                2,
+            )
+        })
+        .collect();
+    let second = [crawl(
+        "http://t.example/",
+        11,
+        &["http://shop.d.example/q"],
+        3,
+    )];
+    let more = [crawl(
+        "http://u.example/",
+        12,
+        &["http://www.d.example/p"],
+        4,
+    )];
+
+    let store = Store::open(tmp.path().join("a"), &StoreOptions::default()).unwrap();
+    let mut w = store.writer().unwrap();
+    for c in &first {
+        w.apply(c).unwrap();
+    }
+    w.commit().unwrap();
+    let expired = w.expire_before(linkstore::day_of(T0 + 5 * DAY)).unwrap();
+    assert_eq!(expired.links, 2);
+    for batch in [&many[..], &second[..], &more[..]] {
+        for c in batch {
+            w.apply(c).unwrap();
+        }
+        w.commit().unwrap();
+    }
+    drop(w);
+
+    let fresh = Store::open(tmp.path().join("b"), &StoreOptions::default()).unwrap();
+    apply(&fresh, &[&many[..], &second[..], &more[..]]);
+    let key = ItemHasher::new(StoreOptions::default().hash_bits).item_key(&domain);
+    for table in [Table::RefDomains, Table::RefDomainsRanked] {
+        let rows = |s: &Store| {
+            let mut v = Vec::new();
+            s.read()
+                .scan_table(table, |k, val| {
+                    if k.starts_with(&key) {
+                        v.push((k.to_vec(), val.to_vec()));
+                    }
+                })
+                .unwrap();
+            v
+        };
+        assert_eq!(rows(&store).len(), 302, "{table:?}");
+        assert!(rows(&store) == rows(&fresh), "{table:?}");
+    }
+}

@@ -8,8 +8,9 @@
 //! views, the domain gets only its counters; the counters its member rows would feed
 //! (referring domains, addresses, subnets, anchor texts) move as the host's do. Classes
 //! live beside the store's write lock once their batch is in the store, so later
-//! batches and writers read none again; a batch that fails or is dropped takes its
-//! classes with it, and expiring the window forgets them all.
+//! batches and writers read none again; a batch dropped, or whose write fails (its
+//! writer then dropped), takes its classes with it, and expiring the window forgets
+//! them all.
 //!
 //! A crawl that would link such a domain on a second host first has the host's rows
 //! copied to the domain in one write of its own, so the domain keeps its own views from
@@ -267,6 +268,9 @@ impl Writer<'_> {
     fn own_views(&mut self, domain_key: &[u8], domain: &str, host: &str) -> Result<()> {
         let db = &self.store.db;
         let hasher = self.store.hasher;
+        // Every read at one point in time: a batch in flight may be written meanwhile,
+        // and its rows of items whose hashes collide with the host's can move.
+        let snapshot = db.snapshot();
         let host_key = hasher.item_key(&Item::host(host.to_string()));
         let mut out = SortedBatch::default();
         let mut prefixes: Vec<(Table, Vec<u8>)> =
@@ -277,13 +281,14 @@ impl Writer<'_> {
             prefixes.push((Table::Distinct, prefix));
         }
         for (table, prefix) in prefixes {
-            scan_prefix(db, table.cf_name(), &prefix, |key, value| {
-                let copy = with_item_key(key, table.cf_name(), domain_key)?;
+            let read = read_at(Some(&snapshot));
+            scan_prefix(db, table.cf_name(), &prefix, read, |key, value| {
+                let copy = with_item_key(key, table.cf_name(), &host_key, domain_key)?;
                 out.push(table, copy, Op::Put(value.to_vec()));
                 Ok(())
             })?;
         }
-        self.copy_pointers(&mut out, domain, host)?;
+        self.copy_pointers(&mut out, domain, host, &snapshot)?;
         out.delete(&DistinctKey {
             item_key: domain_key,
             kind: DistinctKind::LinkedHost,
@@ -298,7 +303,13 @@ impl Writer<'_> {
     /// Adds to `out` the domain's pointer row of each backlink of `host` (found under the
     /// host's hash, and checked against its record's target, which hash collisions
     /// share).
-    fn copy_pointers(&self, out: &mut SortedBatch, domain: &str, host: &str) -> Result<()> {
+    fn copy_pointers(
+        &self,
+        out: &mut SortedBatch,
+        domain: &str,
+        host: &str,
+        snapshot: &rocksdb::Snapshot<'_>,
+    ) -> Result<()> {
         let (db, hasher) = (&self.store.db, self.store.hasher);
         let host_item = Item::host(host.to_string());
         let host_hash = hasher.hash(Level::SubDomain, host);
@@ -321,26 +332,34 @@ impl Writer<'_> {
         let mut keys: Vec<BacklinkKey> = Vec::new();
         let flush = |keys: &mut Vec<BacklinkKey>, out: &mut SortedBatch| -> Result<()> {
             let at_url: Vec<Vec<u8>> = keys.iter().map(|k| k.url_row(&hasher).encode()).collect();
-            let values = db.batched_multi_get_cf(cf_handle(db, CF_BACKLINKS), &at_url, false);
+            let read = read_at(Some(snapshot));
+            let values =
+                db.batched_multi_get_cf_opt(cf_handle(db, CF_BACKLINKS), &at_url, false, &read);
             for (key, value) in keys.drain(..).zip(values) {
                 let value = value?.ok_or_else(crate::table::url_row_missing)?;
                 point(key, &LinkRecord::decode(&value)?, out);
             }
             Ok(())
         };
-        scan_prefix(db, CF_BACKLINKS, &prefix, |key, value| {
-            if is_pointer(value)? {
-                keys.push(BacklinkKey::parse(key)?);
-                if keys.len() >= POINTER_CHUNK {
-                    flush(&mut keys, out)?;
+        scan_prefix(
+            db,
+            CF_BACKLINKS,
+            &prefix,
+            read_at(Some(snapshot)),
+            |key, value| {
+                if is_pointer(value)? {
+                    keys.push(BacklinkKey::parse(key)?);
+                    if keys.len() >= POINTER_CHUNK {
+                        flush(&mut keys, out)?;
+                    }
+                } else {
+                    // A URL row whose hash is the host's too (collisions): the host's row as
+                    // well when its URL is the host's.
+                    point(BacklinkKey::parse(key)?, &LinkRecord::decode(value)?, out);
                 }
-            } else {
-                // A URL row whose hash is the host's too (collisions): the host's row as
-                // well when its URL is the host's.
-                point(BacklinkKey::parse(key)?, &LinkRecord::decode(value)?, out);
-            }
-            Ok(())
-        })?;
+                Ok(())
+            },
+        )?;
         flush(&mut keys, out)
     }
 }
@@ -370,7 +389,7 @@ fn stored_class(db: &rocksdb::DB, domain_key: &[u8]) -> Result<DomainClass> {
     let mut prefix = domain_key.to_vec();
     prefix.push(DistinctKind::LinkedHost as u8);
     let mut host = None;
-    scan_prefix(db, CF_DISTINCT, &prefix, |key, _| {
+    scan_prefix(db, CF_DISTINCT, &prefix, read_at(None), |key, _| {
         host.get_or_insert(DistinctKey::parse(key)?.member.to_string());
         Ok(())
     })?;
@@ -385,14 +404,23 @@ fn stored_class(db: &rocksdb::DB, domain_key: &[u8]) -> Result<DomainClass> {
     })
 }
 
-/// Visits the rows of `cf` whose keys start with `prefix`, as last written.
+/// Reads of the store as `snapshot` saw it, else as last written.
+fn read_at(snapshot: Option<&rocksdb::Snapshot<'_>>) -> ReadOptions {
+    let mut opts = ReadOptions::default();
+    if let Some(snapshot) = snapshot {
+        opts.set_snapshot(snapshot);
+    }
+    opts
+}
+
+/// Visits the rows of `cf` whose keys start with `prefix`, as `opts` reads them.
 fn scan_prefix(
     db: &rocksdb::DB,
     cf: &str,
     prefix: &[u8],
+    mut opts: ReadOptions,
     mut visit: impl FnMut(&[u8], &[u8]) -> Result<()>,
 ) -> Result<()> {
-    let mut opts = ReadOptions::default();
     if let Some(upper) = prefix_successor(prefix) {
         opts.set_iterate_upper_bound(upper);
     }
