@@ -338,8 +338,9 @@ impl<'a> Writer<'a> {
         };
         let previous = self.page_state(&crawl.url)?;
         let order = crawl_order(previous, crawl.fetched_at);
-        if order != CrawlOrder::Same {
-            // May commit the batch so far: nothing of this crawl is applied yet.
+        if matches!(order, CrawlOrder::First | CrawlOrder::Newer) {
+            // May commit the batch so far: nothing of this crawl is applied yet. An older
+            // crawl adds no link, so it links no domain on a host it did not have.
             self.prepare_domains(crawl)?;
         }
         self.pending_pages += 1;

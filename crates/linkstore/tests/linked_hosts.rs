@@ -318,3 +318,26 @@ fn a_domain_given_views_again_after_expiry_keeps_its_ranked_copies_exact() {
         assert!(rows(&store) == rows(&fresh), "{table:?}");
     }
 }
+
+#[test]
+fn an_older_crawl_showing_a_second_host_changes_no_class() {
+    let tmp = tempfile::tempdir().unwrap();
+    let domain = Item::domain("d.example");
+    let store = Store::open(tmp.path().join("a"), &StoreOptions::default()).unwrap();
+    let newer = crawl("http://p.example/", 5, &["http://www.d.example/a"], 1);
+    // Crawled before the page's latest crawl: it adds none of the links it shows.
+    let older = crawl(
+        "http://p.example/",
+        3,
+        &["http://www.d.example/a", "http://shop.d.example/b"],
+        1,
+    );
+    apply(&store, &[&[newer][..], &[older][..]]);
+    assert_eq!(
+        store.read().linked_host(&domain).unwrap().as_deref(),
+        Some("www.d.example")
+    );
+    assert_eq!(rows_of(&store, Table::RefDomains, &domain), 0);
+    let counters = store.read().counters(&domain).unwrap().unwrap();
+    assert_eq!(counters.ext_backlinks, 1);
+}
