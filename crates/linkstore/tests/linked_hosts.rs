@@ -74,12 +74,21 @@ fn apply(store: &Store, batches: &[&[PageCrawl]]) {
 /// Rows of `table` under the item key of `item`.
 fn rows_of(store: &Store, table: Table, item: &Item) -> usize {
     let key = ItemHasher::new(StoreOptions::default().hash_bits).item_key(item);
-    let mut n = 0;
+    rows_under(store, table, &key).len()
+}
+
+/// Rows of `table` whose keys start with `prefix`, in key order.
+fn rows_under(store: &Store, table: Table, prefix: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut rows = Vec::new();
     store
         .read()
-        .scan_table(table, |k, _| n += usize::from(k.starts_with(&key)))
+        .scan_table(table, |k, v| {
+            if k.starts_with(prefix) {
+                rows.push((k.to_vec(), v.to_vec()));
+            }
+        })
         .unwrap();
-    n
+    rows
 }
 
 /// What a reader gets for the root domain: counters, backlinks, referring domains,
@@ -154,13 +163,7 @@ fn a_domain_reads_its_host_until_a_second_host_gets_a_link() {
         apply(&other, &batches);
         assert_eq!(reads(&other, &domain), whole, "{name}");
         for table in Table::ALL {
-            let rows = |s: &Store| {
-                let mut v = Vec::new();
-                s.read()
-                    .scan_table(table, |k, val| v.push((k.to_vec(), val.to_vec())))
-                    .unwrap();
-                v
-            };
+            let rows = |s: &Store| rows_under(s, table, &[]);
             assert_eq!(rows(&other), rows(&store), "{name}: {table:?}");
         }
     }
@@ -303,17 +306,7 @@ fn a_domain_given_views_again_after_expiry_keeps_its_ranked_copies_exact() {
     apply(&fresh, &[&many[..], &second[..], &more[..]]);
     let key = ItemHasher::new(StoreOptions::default().hash_bits).item_key(&domain);
     for table in [Table::RefDomains, Table::RefDomainsRanked] {
-        let rows = |s: &Store| {
-            let mut v = Vec::new();
-            s.read()
-                .scan_table(table, |k, val| {
-                    if k.starts_with(&key) {
-                        v.push((k.to_vec(), val.to_vec()));
-                    }
-                })
-                .unwrap();
-            v
-        };
+        let rows = |s: &Store| rows_under(s, table, &key);
         assert_eq!(rows(&store).len(), 302, "{table:?}");
         assert!(rows(&store) == rows(&fresh), "{table:?}");
     }
