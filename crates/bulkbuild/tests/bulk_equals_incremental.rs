@@ -132,10 +132,15 @@ fn bulk_with_report(
 const RANKED: [Table; 2] = [Table::RefDomainsRanked, Table::AnchorsRanked];
 
 fn assert_same(a: &Rows, b: &Rows, what: &str) {
+    assert_same_but_empty(a, b, what, &RANKED);
+}
+
+/// [`assert_same`] for a web whose items may leave the tables `may_be_empty` empty.
+fn assert_same_but_empty(a: &Rows, b: &Rows, what: &str, may_be_empty: &[Table]) {
     for table in Table::ALL {
         let (x, y) = (&a[&table], &b[&table]);
         assert!(
-            !x.is_empty() || RANKED.contains(&table),
+            !x.is_empty() || may_be_empty.contains(&table),
             "{what}: {table:?} is empty"
         );
         if x != y {
@@ -301,7 +306,14 @@ fn a_page_crawled_thousands_of_times_is_replayed_in_time_order() {
         assert_eq!(report.pages.pages, 2, "{report:?}");
         assert_eq!(report.pages.crawls_applied, n as u64 + 1);
         let got = rows(&Store::open(&dir, &StoreOptions::default()).unwrap());
-        assert_same(&expected, &got, &format!("{workers} workers"));
+        // Every item has at most a few dozen backlinks: no member rows.
+        let members = [
+            Table::RefDomains,
+            Table::RefDomainsRanked,
+            Table::Anchors,
+            Table::AnchorsRanked,
+        ];
+        assert_same_but_empty(&expected, &got, &format!("{workers} workers"), &members);
     }
 }
 

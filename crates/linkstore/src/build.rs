@@ -33,7 +33,7 @@ use crate::item::Item;
 use crate::keys::{url_hash, url_key, DistinctKind, ItemHasher};
 use crate::page::{day_of, PageCrawl, PageState};
 use crate::record::LinkRecord;
-use crate::small_url::keeps_member_rows;
+use crate::small_item::keeps_member_rows;
 use crate::store::{bottom_file_options, has_dictionary};
 use crate::table::{
     row, AnchorKey, BacklinkKey, BuiltKey, Count, CountersKey, DistinctKey, Empty, ExpiryPageKey,

@@ -258,6 +258,17 @@ pub enum DistinctKind {
 }
 
 impl DistinctKind {
+    /// The kinds an item's backlinks feed (the others are its pages' own, or the
+    /// index's): member rows, which a small item keeps none of
+    /// (`crate::small_item`).
+    pub(crate) const MEMBER_KINDS: [DistinctKind; 2] =
+        [DistinctKind::RefIp, DistinctKind::AnchorDomain];
+
+    /// Whether this kind is one of [`DistinctKind::MEMBER_KINDS`].
+    pub(crate) fn is_member(self) -> bool {
+        DistinctKind::MEMBER_KINDS.contains(&self)
+    }
+
     /// Whether rows of this kind exist only for the incremental writer, to move the
     /// counters they stand behind exactly (no read looks them up): a snapshot store
     /// ([`crate::Store::is_snapshot`]) has none.

@@ -18,7 +18,7 @@ mod page;
 mod read_view;
 mod record;
 mod ref_domain_query;
-mod small_url;
+mod small_item;
 mod store;
 mod table;
 mod table_disk;
@@ -48,7 +48,7 @@ pub use ref_domain_query::{
     RefDomainMatch, RefDomainOrder, RefDomainPage, RefDomainQuery, MAX_ANALYSIS_DEPTH,
     MAX_CANDIDATE_ROWS,
 };
-pub use small_url::URL_ROWS_ABOVE;
+pub use small_item::MEMBER_ROWS_ABOVE;
 pub use store::{
     sibling_path, Store, StoreMemory, StoreOptions, StoreStamp, ALL_CFS, FORMAT_VERSION,
 };

@@ -697,7 +697,7 @@ impl ReadView {
         if found.iter().any(Option::is_some) {
             return Ok(found);
         }
-        match self.small_url_rows::<RefDomain>(item)? {
+        match self.small_item_rows::<RefDomain>(item)? {
             None => Ok(found),
             Some(rows) => Ok(domains
                 .iter()
@@ -722,16 +722,16 @@ impl ReadView {
         if found.is_some() {
             return Ok(found);
         }
-        let rows = self.small_url_rows::<AnchorText>(item)?;
+        let rows = self.small_item_rows::<AnchorText>(item)?;
         Ok(rows.and_then(|rows| rows.into_iter().find(|r| r.text == text)))
     }
 
-    /// The rows of `T` of a URL that keeps none in the store (at most
-    /// [`URL_ROWS_ABOVE`](crate::small_url::URL_ROWS_ABOVE) backlinks), worked out from its
-    /// backlinks in no particular order; `None` for other items and for URLs that keep
-    /// rows (found by the first row of its own table, which every such URL has).
-    fn small_url_rows<T: Ranked>(&self, item: &Item) -> Result<Option<Vec<T>>> {
-        if item.level != Level::Url {
+    /// The rows of `T` of an item that keeps none in the store (at most
+    /// [`MEMBER_ROWS_ABOVE`](crate::small_item::MEMBER_ROWS_ABOVE) backlinks), worked out
+    /// from its backlinks in no particular order; `None` for the index and for items that
+    /// keep rows (found by the first row of its own table, which every such item has).
+    fn small_item_rows<T: Ranked>(&self, item: &Item) -> Result<Option<Vec<T>>> {
+        if item.level == Level::Index {
             return Ok(None);
         }
         let prefix = self.hasher.item_key(item);
@@ -781,7 +781,7 @@ impl ReadView {
         }
         it.status()?;
         if rows.is_empty() {
-            rows = self.small_url_rows(item)?.unwrap_or_default();
+            rows = self.small_item_rows(item)?.unwrap_or_default();
         }
         rows.sort_unstable_by(T::ranked_order);
         for row in rows {

@@ -44,11 +44,11 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 mod linked_hosts;
-mod small_urls;
+mod small_items;
 mod write_threads;
 use linked_hosts::DomainClass;
 pub(crate) use linked_hosts::DomainClasses;
-use small_urls::UrlClass;
+use small_items::SizeClass;
 use write_threads::{Helpers, Pending, WriteThreads};
 
 // Keys come from crawled pages: a randomly seeded hash, but much cheaper than SipHash,
@@ -282,9 +282,9 @@ struct BatchRows {
     /// How the reference counts of the URLs touched move (see `Writer::ref_url`):
     /// resolved against the store when written.
     url_ref_moves: HashMap<String, i64>,
-    /// URLs whose views the batch changes, by item key, and how it treats them
-    /// ([`small_urls`]).
-    url_classes: HashMap<Vec<u8>, UrlClass>,
+    /// Items whose views the batch changes, by item key, and how it treats them
+    /// ([`small_items`]).
+    size_classes: HashMap<Vec<u8>, SizeClass>,
     /// Root domains the batch's links point to, by item key, and whether they read a
     /// host's views ([`linked_hosts`]).
     domains: HashMap<Vec<u8>, DomainClass>,
@@ -579,7 +579,7 @@ impl<'a> Writer<'a> {
     /// Loads the `refdomains` and `anchors` rows `pending` will touch into the batch's
     /// overlays.
     fn prefetch(&mut self, pending: &[Contribution]) -> Result<()> {
-        self.class_urls(pending)?;
+        self.class_items(pending)?;
         let mut refdomains = Vec::new();
         let mut anchors = Vec::new();
         for c in pending {
@@ -1246,13 +1246,13 @@ impl BatchRows {
             distinct_moves: map(&before.distinct_moves),
             anchor_texts: map(&before.anchor_texts),
             url_ref_moves: map(&before.url_ref_moves),
-            url_classes: map(&before.url_classes),
+            size_classes: map(&before.size_classes),
             domains: map(&before.domains),
         }
     }
 
     /// Writes the rows, with `batch`'s row writes, in one atomic write batch. Three
-    /// threads work out what to write (small URLs on `helpers.settler`, counts resolved
+    /// threads work out what to write (small items on `helpers.settler`, counts resolved
     /// against the store on `helpers.counts`, the other rows here): each mostly reads the
     /// store, and the applying thread leaves a core idle while it waits for them.
     fn write(
@@ -1267,7 +1267,7 @@ impl BatchRows {
         let settling = {
             let (rows, db) = (Arc::clone(self), Arc::clone(db));
             helpers.settler.run(move || {
-                let settled = rows.settle_urls(&batch, &db, generation, &hasher);
+                let settled = rows.settle_small_items(&batch, &db, generation, &hasher);
                 (batch, settled)
             })
         };
@@ -1288,7 +1288,7 @@ impl BatchRows {
         wo.disable_wal(true);
         db.write_opt(batch.into_write_batch(db), &wo)?;
         so_far.member_counts.note(&stored, &self.counters);
-        so_far.member_counts.forget(&settled.urls);
+        so_far.member_counts.forget(&settled.items);
         so_far.extremes.note(&self.counters);
         Ok(())
     }

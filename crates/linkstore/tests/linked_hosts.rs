@@ -28,10 +28,11 @@ fn crawl(page: &str, day: i64, targets: &[&str], ip: u8) -> PageCrawl {
     }
 }
 
-/// Ten pages on five domains linking to `www.d.example`, then (`day` 1) a page linking
+/// Forty pages on five domains linking to `www.d.example` (80 backlinks: past the
+/// bound below which a host keeps no member rows), then (`day` 1) a page linking
 /// elsewhere and three pages linking to `shop.d.example` as well.
 fn crawls() -> (Vec<PageCrawl>, Vec<PageCrawl>) {
-    let first = (0..10)
+    let first = (0..40)
         .map(|i| {
             let page = format!("http://s{}.example/p{i}", i % 5);
             crawl(
@@ -44,7 +45,7 @@ fn crawls() -> (Vec<PageCrawl>, Vec<PageCrawl>) {
         .collect();
     // With a batch of one crawl each, the page linking elsewhere is in flight while the
     // first link to `shop` has the host's rows copied.
-    let elsewhere = crawl("http://u.example/", 1, &["http://e.example/"], 19);
+    let elsewhere = crawl("http://u.example/", 1, &["http://e.example/"], 49);
     let second = std::iter::once(elsewhere)
         .chain((0..3).map(|i| {
             let page = format!("http://t{i}.example/");
@@ -52,7 +53,7 @@ fn crawls() -> (Vec<PageCrawl>, Vec<PageCrawl>) {
                 &page,
                 1,
                 &["http://shop.d.example/", "http://www.d.example/a"],
-                20 + i,
+                50 + i,
             )
         }))
         .collect();
@@ -130,9 +131,9 @@ fn a_domain_reads_its_host_until_a_second_host_gets_a_link() {
     }
     let counters = store.read().counters(&domain).unwrap().unwrap();
     assert_eq!(counters, store.read().counters(&www).unwrap().unwrap());
-    assert_eq!((counters.ref_domains, counters.ext_backlinks), (5, 20));
+    assert_eq!((counters.ref_domains, counters.ext_backlinks), (5, 80));
     assert!(
-        counters.ref_ips == 10 && counters.anchor_texts == 2,
+        counters.ref_ips == 40 && counters.anchor_texts == 2,
         "{counters:?}"
     );
     // Each referring domain counts d.example among its out-domains.
@@ -148,8 +149,8 @@ fn a_domain_reads_its_host_until_a_second_host_gets_a_link() {
         "five referring domains of www, three of both"
     );
     let counters = store.read().counters(&domain).unwrap().unwrap();
-    assert_eq!((counters.ref_domains, counters.ext_backlinks), (8, 26));
-    assert_eq!(counters.ref_ips, 13);
+    assert_eq!((counters.ref_domains, counters.ext_backlinks), (8, 86));
+    assert_eq!(counters.ref_ips, 43);
 
     // The same crawls in one batch (the second host met within it), and one crawl at a
     // time: the same reads.
@@ -207,7 +208,7 @@ fn a_domain_whose_links_all_expired_reads_the_host_of_its_next_one() {
         .unwrap()
         .expire_before(linkstore::day_of(T0 + 5 * DAY))
         .unwrap();
-    assert_eq!((expired.pages, expired.links), (10, 20));
+    assert_eq!((expired.pages, expired.links), (40, 80));
     assert_eq!(
         store
             .read()
@@ -222,7 +223,7 @@ fn a_domain_whose_links_all_expired_reads_the_host_of_its_next_one() {
         "http://v.example/",
         10,
         &["http://shop.d.example/x"],
-        40,
+        90,
     )];
     apply(&store, &[&later[..]]);
     assert_eq!(

@@ -16,7 +16,7 @@
 use super::{emit_row, Emit};
 use crate::aggregate::{accumulate, AnchorText, Counters, RefDomain, TimelineDelta};
 use crate::keys::DistinctKind;
-use crate::small_url::{is_url_item_key, keeps_member_rows};
+use crate::small_item::{keeps_member_rows, may_be_small};
 use crate::table::{
     row, AnchorKey, BacklinkKey, BuiltKey, Count, CountersKey, DistinctKey, Empty, RefDomainKey,
     TableKey, TimelineKey,
@@ -128,9 +128,9 @@ pub(crate) struct ContributionSum {
     budget: usize,
     /// The budget made the sum flush since the last [`ContributionSum::take_whole`].
     flushed_early: bool,
-    /// Backlinks of the URLs whose sums were flushed (reduced stage by stage), by item
+    /// Backlinks of the items whose sums were flushed (reduced stage by stage), by item
     /// key: whether their rows are kept ([`ContributionSum::keeps_member_rows`]).
-    flushed_url_backlinks: HashMap<Vec<u8>, i64>,
+    flushed_backlinks: HashMap<Vec<u8>, i64>,
 }
 
 impl Default for ContributionSum {
@@ -148,7 +148,7 @@ impl ContributionSum {
             bytes: 0,
             budget,
             flushed_early: false,
-            flushed_url_backlinks: HashMap::default(),
+            flushed_backlinks: HashMap::default(),
         }
     }
 
@@ -283,11 +283,8 @@ impl ContributionSum {
     pub(crate) fn flush(&mut self, emit: &mut Emit<'_>) {
         for sum in &mut self.items[..self.live] {
             let backlinks = sum.counters.map_or(0, |c| c.ext_backlinks);
-            if backlinks != 0 && is_url_item_key(&sum.key) {
-                *self
-                    .flushed_url_backlinks
-                    .entry(sum.key.clone())
-                    .or_default() += backlinks;
+            if backlinks != 0 && may_be_small(&sum.key) {
+                *self.flushed_backlinks.entry(sum.key.clone()).or_default() += backlinks;
             }
             sum.emit(emit);
         }
@@ -298,10 +295,10 @@ impl ContributionSum {
     /// Hands every item's sums to `f`, which must drain them (as [`ItemSum::emit`]
     /// does: a sum is reused for the next items), and starts over.
     /// Whether an item whose sums were flushed keeps its `distinct`, `refdomains` and
-    /// `anchors` rows: a URL's backlinks are all summed in the first stage, so in later
+    /// `anchors` rows: an item's backlinks are all summed in the first stage, so in later
     /// stages this is final.
     pub(crate) fn keeps_member_rows(&self, item_key: &[u8]) -> bool {
-        let backlinks = self.flushed_url_backlinks.get(item_key).copied();
+        let backlinks = self.flushed_backlinks.get(item_key).copied();
         keeps_member_rows(item_key, backlinks.unwrap_or(0))
     }
 

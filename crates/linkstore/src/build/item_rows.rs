@@ -30,8 +30,8 @@ pub(crate) type Row = (Table, Vec<u8>, Vec<u8>);
 /// Which of an item's member rows are written.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct MemberRows {
-    /// Its `distinct`, `refdomains` and `anchors` rows at all: not for a URL with few
-    /// backlinks ([`crate::small_url`]).
+    /// Its `refdomains` and `anchors` rows and `distinct` rows of the member kinds at
+    /// all: not for an item with few backlinks ([`crate::small_item`]).
     pub members: bool,
     /// Also the `distinct` rows only the incremental writer reads (not in a snapshot).
     pub writer_rows: bool,
@@ -46,7 +46,7 @@ impl MemberRows {
         if kind == DistinctKind::LinkedHost {
             return self.at_host;
         }
-        self.views() && (self.writer_rows || !kind.is_writer_only())
+        (!kind.is_member() || self.views()) && (self.writer_rows || !kind.is_writer_only())
     }
 
     /// Whether its `refdomains` and `anchors` rows (and their ranked copies) are written.

@@ -59,9 +59,6 @@ const VIEW_TABLES: [Table; 5] = [
     Table::Timeline,
 ];
 
-/// `distinct` kinds a target item's backlinks feed (the others are its pages' own).
-const VIEW_KINDS: [DistinctKind; 2] = [DistinctKind::RefIp, DistinctKind::AnchorDomain];
-
 /// Root domains a store's writers remember the classes of before they forget them all
 /// (about 100 bytes each).
 const MAX_KNOWN_DOMAINS: usize = 1 << 21;
@@ -275,7 +272,7 @@ impl Writer<'_> {
         let mut out = SortedBatch::default();
         let mut prefixes: Vec<(Table, Vec<u8>)> =
             VIEW_TABLES.iter().map(|&t| (t, host_key.clone())).collect();
-        for kind in VIEW_KINDS {
+        for kind in DistinctKind::MEMBER_KINDS {
             let mut prefix = host_key.clone();
             prefix.push(kind as u8);
             prefixes.push((Table::Distinct, prefix));

@@ -1,7 +1,7 @@
 //! The threads that write the incremental writer's batches, started with its first batch
 //! and kept until it is dropped.
 //!
-//! A batch is written by three threads at once (the write itself, small URLs settled,
+//! A batch is written by three threads at once (the write itself, small items settled,
 //! counts resolved; [`super::BatchRows::write`]). Started and ended for every batch (174
 //! threads in a 2.12M-link round), they took the round 2-5% longer (`docs/benchmarks.md`,
 //! "Write threads kept for the writer's life"); each new thread also began with an empty
