@@ -27,6 +27,11 @@ use crate::views::{target_contributions, Contribution};
 /// included) keep no rows in `refdomains`, `anchors` or `distinct` (kinds 1 and 3).
 pub const MEMBER_ROWS_ABOVE: i64 = 64;
 
+// A small item's referring domain has at most as many anchor texts as backlinks, so all
+// of them fit its row (`distinct` kind 3 holds texts only past `ANCHORS_IN_ROW`): the
+// bulk build writes kind-3 rows without asking whether their item is small.
+const _: () = assert!(crate::aggregate::ANCHORS_IN_ROW >= MEMBER_ROWS_ABOVE);
+
 /// Whether the item of `item_key` keeps its referring-domain, anchor-text and address
 /// rows when it has `ext_backlinks` backlinks: the index always does; a URL, host or
 /// root domain only past [`MEMBER_ROWS_ABOVE`].
@@ -118,8 +123,10 @@ pub(crate) fn item_views<'r>(
         }
     }
     let (mut rows, mut counters) = (Vec::new(), Counters::default());
-    let mut fed = |(table, _, value): Row| {
-        if table == Table::Counters {
+    let item_key = hasher.item_key(item);
+    // The item's own counters; a root domain's rows also feed its referring domains'.
+    let mut fed = |(table, key, value): Row| {
+        if table == Table::Counters && key == item_key {
             if let Ok(c) = CountersKey(&[]).decode_value(&value) {
                 counters = c;
             }

@@ -436,7 +436,7 @@ pub(crate) fn ref_domain_counters(domain: &str, any: i64, live: i64) -> Counters
 /// The counters one item's member rows feed (referring domains, live, edu and gov ones,
 /// addresses, subnets, anchor texts), counted straight from the records of its
 /// backlinks: what folding their contributions into rows gives
-/// ([`crate::small_url::url_views`]), without the rows.
+/// ([`crate::small_item::item_views`]), without the rows.
 pub(crate) fn member_counters<'r>(records: impl IntoIterator<Item = &'r LinkRecord>) -> Counters {
     use std::collections::HashMap;
     // Referring domain -> whether it has a live link.

@@ -170,6 +170,60 @@ fn a_domain_reads_its_host_until_a_second_host_gets_a_link() {
     }
 }
 
+/// A domain reading a host small enough to keep no member rows (format 19): its views
+/// and counters are the records', and the copy for a second host gives it the same rows
+/// in whatever batches the crawls come.
+#[test]
+fn a_domain_reading_a_small_host_gets_its_own_views_the_same_in_any_batches() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (first, second) = crawls();
+    let (first, second) = (&first[..10], &second[..]);
+    let domain = Item::domain("d.example");
+    let www = Item::host("www.d.example");
+
+    let store = Store::open(tmp.path().join("a"), &StoreOptions::default()).unwrap();
+    apply(&store, &[&first[..4], &first[4..]]);
+    assert_eq!(
+        store.read().linked_host(&domain).unwrap().as_deref(),
+        Some("www.d.example")
+    );
+    for item in [&domain, &www] {
+        assert_eq!(rows_of(&store, Table::RefDomains, item), 0, "{item}");
+        assert_eq!(store.read().ref_domains(item, 0, 100).unwrap().len(), 5);
+    }
+    let counters = store.read().counters(&domain).unwrap().unwrap();
+    assert_eq!(counters, store.read().counters(&www).unwrap().unwrap());
+    assert_eq!((counters.ref_domains, counters.ext_backlinks), (5, 20));
+    assert_eq!((counters.ref_ips, counters.anchor_texts), (10, 2));
+    let source = store.read().counters(&Item::domain("s0.example")).unwrap();
+    assert_eq!(source.unwrap().out_domains_external, 1);
+
+    apply(&store, &[second]);
+    assert_eq!(store.read().linked_host(&domain).unwrap(), None);
+    assert_eq!(rows_of(&store, Table::RefDomains, &domain), 0);
+    assert_eq!(store.read().ref_domains(&domain, 0, 100).unwrap().len(), 8);
+    let counters = store.read().counters(&domain).unwrap().unwrap();
+    assert_eq!((counters.ref_domains, counters.ext_backlinks), (8, 26));
+    assert_eq!(counters.ref_ips, 13);
+    let source = store.read().counters(&Item::domain("t0.example")).unwrap();
+    assert_eq!(source.unwrap().out_domains_external, 1);
+
+    let all: Vec<PageCrawl> = first.iter().chain(second).cloned().collect();
+    let whole = reads(&store, &domain);
+    for (name, batches) in [
+        ("one", vec![&all[..]]),
+        ("each", all.chunks(1).collect::<Vec<_>>()),
+    ] {
+        let other = Store::open(tmp.path().join(name), &StoreOptions::default()).unwrap();
+        apply(&other, &batches);
+        assert_eq!(reads(&other, &domain), whole, "{name}");
+        for table in Table::ALL {
+            let rows = |s: &Store| rows_under(s, table, &[]);
+            assert_eq!(rows(&other), rows(&store), "{name}: {table:?}");
+        }
+    }
+}
+
 #[test]
 fn a_batch_never_written_leaves_no_class_behind() {
     let tmp = tempfile::tempdir().unwrap();

@@ -254,7 +254,8 @@ impl BatchRows {
         let mut stored = stored_counters(db, &known)?.into_iter();
         let mut added = Vec::new();
         let mut settled = Vec::new();
-        for (s, (before_records, after_records)) in small.iter().zip(records) {
+        for (s, records) in small.iter().zip(records) {
+            let after_records = &records.after;
             let before = if s.before > 0 {
                 stored.next().unwrap_or_default()
             } else {
@@ -263,9 +264,9 @@ impl BatchRows {
             // Rows only for an item that grew past the bound; counters alone are cheaper
             // counted straight from the records.
             let (rows, after) = if after_records.len() as i64 > MEMBER_ROWS_ABOVE {
-                item_views(&s.item, &after_records, hasher, true)
+                item_views(&s.item, after_records, hasher, true)
             } else {
-                (Vec::new(), member_counters(&after_records))
+                (Vec::new(), member_counters(after_records))
             };
             let delta = member_counter_moves(&before, &after);
             if delta != Counters::default() {
@@ -275,7 +276,7 @@ impl BatchRows {
                 }
             }
             if let Some(target) = s.out_domain_item() {
-                let moves = live_domain_moves(&before_records, &after_records);
+                let moves = live_domain_moves(&records);
                 for (domain, live) in moves {
                     if let Some((source, delta)) = out_domain_counters(target, domain, live, hasher)
                     {
@@ -370,10 +371,21 @@ fn backlink_rows(
     Ok(rows)
 }
 
-/// Each small item's backlink records before the batch (only for those that move
-/// out-domain counters: [`SmallItem::out_domain_item`]) and after it, from its rows: a
-/// pointer resolved to its URL row as the batch leaves it (or as stored, for the
-/// records before), read in one multi-get; records of other items (colliding hashes)
+/// An item's backlink records after the batch, and (for an item that moves out-domain
+/// counters: [`SmallItem::out_domain_item`]) what the batch changed of them.
+#[derive(Default)]
+struct ItemRecords {
+    after: Vec<LinkRecord>,
+    /// Whether the batch wrote each record of `after` (its row, or the URL row a
+    /// pointer names).
+    touched: Vec<bool>,
+    /// The stored records of the rows the batch wrote.
+    touched_before: Vec<LinkRecord>,
+}
+
+/// Each small item's records (see [`ItemRecords`]), from its rows: a pointer resolved
+/// to its URL row as the batch leaves it (or as stored, for a record before the batch),
+/// the stored ones read in one multi-get; records of other items (colliding hashes)
 /// left out.
 fn resolve(
     small: &[SmallItem<'_>],
@@ -381,7 +393,7 @@ fn resolve(
     batch: &SortedBatch,
     db: &rocksdb::DB,
     hasher: &ItemHasher,
-) -> Result<Vec<(Vec<LinkRecord>, Vec<LinkRecord>)>> {
+) -> Result<Vec<ItemRecords>> {
     // The batch's last write of each backlink row.
     let mut written: HashMap<&[u8], &Op> = HashMap::default();
     for (table, key, op) in &batch.ops {
@@ -389,26 +401,34 @@ fn resolve(
             written.insert(key, op);
         }
     }
-    let url_row = |key: &[u8]| -> Result<Vec<u8>> {
-        Ok(BacklinkKey::parse(key)?.url_row(hasher).bytes().to_vec())
-    };
-    // A URL's own rows hold their records: a pointer under its hash is another item's.
-    let pointers = |s: &SmallItem<'_>, value: &[u8]| -> Result<bool> {
-        Ok(s.item.level != Level::Url && is_pointer(value)?)
+    // Where each row's record is (its URL row's key, for a pointer), and whether the
+    // batch wrote it. A URL's own rows hold their records: a pointer under its hash is
+    // another item's.
+    let locate = |s: &SmallItem<'_>, key: &[u8], value: &[u8]| -> Result<Option<(Vec<u8>, bool)>> {
+        if !is_pointer(value)? {
+            return Ok(Some((Vec::new(), written.contains_key(key))));
+        }
+        if s.item.level == Level::Url {
+            return Ok(None);
+        }
+        let at = BacklinkKey::parse(key)?.url_row(hasher).bytes().to_vec();
+        let touched = written.contains_key(key) || written.contains_key(at.as_slice());
+        Ok(Some((at, touched)))
     };
     let mut unread: Vec<Vec<u8>> = Vec::new();
     for (s, r) in small.iter().zip(rows) {
         if s.out_domain_item().is_some() {
             for (key, value) in &r.stored {
-                if pointers(s, value)? {
-                    unread.push(url_row(key)?);
+                if let Some((at, true)) = locate(s, key, value)? {
+                    if !at.is_empty() {
+                        unread.push(at);
+                    }
                 }
             }
         }
         for (key, value) in &r.after {
-            if pointers(s, value)? {
-                let at = url_row(key)?;
-                if !written.contains_key(at.as_slice()) {
+            if let Some((at, _)) = locate(s, key, value)? {
+                if !at.is_empty() && !written.contains_key(at.as_slice()) {
                     unread.push(at);
                 }
             }
@@ -424,69 +444,76 @@ fn resolve(
         }
     }
     let missing = || Error::corrupt(CF_BACKLINKS, "a pointer row without its URL row");
+    let from_store = |at: &[u8]| stored.get(at).map(Vec::as_slice).ok_or_else(missing);
     let mut out = Vec::with_capacity(small.len());
     for (s, r) in small.iter().zip(rows) {
-        let mut before = Vec::new();
-        // Only out-domain counters need the records before.
-        let stored_rows = if s.out_domain_item().is_some() {
-            r.stored.as_slice()
-        } else {
-            &[]
-        };
-        for (key, value) in stored_rows {
-            let record = if pointers(s, value)? {
-                stored.get(url_row(key)?.as_slice()).ok_or_else(missing)?
-            } else if is_pointer(value)? {
-                continue;
-            } else {
-                value
-            };
-            let rec = LinkRecord::decode(record)?;
-            if s.item.contains_url(&rec.target_url) {
-                before.push(rec);
+        let mut records = ItemRecords::default();
+        if s.out_domain_item().is_some() {
+            for (key, value) in &r.stored {
+                let Some((at, true)) = locate(s, key, value)? else {
+                    continue;
+                };
+                let record = if at.is_empty() {
+                    value
+                } else {
+                    from_store(&at)?
+                };
+                let rec = LinkRecord::decode(record)?;
+                if s.item.contains_url(&rec.target_url) {
+                    records.touched_before.push(rec);
+                }
             }
         }
-        let mut after = Vec::new();
         for (key, value) in &r.after {
-            let record: &[u8] = if pointers(s, value)? {
-                let at = url_row(key)?;
+            let Some((at, touched)) = locate(s, key, value)? else {
+                continue;
+            };
+            let record: &[u8] = if at.is_empty() {
+                value
+            } else {
                 match written.get(at.as_slice()) {
                     Some(Op::Put(value)) => value,
                     Some(_) => return Err(missing()),
-                    None => stored.get(at.as_slice()).ok_or_else(missing)?,
+                    None => from_store(&at)?,
                 }
-            } else if is_pointer(value)? {
-                continue;
-            } else {
-                value
             };
             let rec = LinkRecord::decode(record)?;
             if s.item.contains_url(&rec.target_url) {
-                after.push(rec);
+                records.after.push(rec);
+                records.touched.push(touched);
             }
         }
-        out.push((before, after));
+        out.push(records);
     }
     Ok(out)
 }
 
-/// How the live links of each referring domain of `before` and `after` move: +1 for a
-/// domain with a live link after and none before, -1 for the reverse.
-fn live_domain_moves<'r>(before: &'r [LinkRecord], after: &'r [LinkRecord]) -> Vec<(&'r str, i64)> {
-    let mut live: BTreeMap<&str, i64> = BTreeMap::new();
-    for (records, sign) in [(before, -1), (after, 1)] {
-        let mut domains: Vec<&str> = records
-            .iter()
+/// How the live links of each referring domain move across the batch (+1 for a domain
+/// with a live link after and none before, -1 for the reverse): only domains of records
+/// the batch wrote can move, and the records it did not write hold the same links
+/// before and after.
+fn live_domain_moves(records: &ItemRecords) -> Vec<(&str, i64)> {
+    fn live_domains<'r>(recs: impl Iterator<Item = &'r LinkRecord>) -> Vec<&'r str> {
+        let mut domains: Vec<&str> = recs
             .filter(|r| !r.is_deleted())
             .map(|r| domain_of_url(&r.source_url))
             .collect();
         domains.sort_unstable();
         domains.dedup();
-        for d in domains {
-            *live.entry(d).or_default() += sign;
-        }
+        domains
     }
-    live.into_iter().filter(|&(_, n)| n != 0).collect()
+    let after = records.after.iter().zip(&records.touched);
+    let kept = live_domains(after.clone().filter(|(_, &t)| !t).map(|(r, _)| r));
+    let added = live_domains(after.filter(|(_, &t)| t).map(|(r, _)| r));
+    let removed = live_domains(records.touched_before.iter());
+    let mut moves: BTreeMap<&str, i64> = BTreeMap::new();
+    for d in added.iter().filter(|d| kept.binary_search(d).is_err()) {
+        *moves.entry(d).or_default() += 1;
+    }
+    for d in removed.iter().filter(|d| kept.binary_search(d).is_err()) {
+        *moves.entry(d).or_default() -= 1;
+    }
+    moves.into_iter().filter(|&(_, n)| n != 0).collect()
 }
 
 /// What settling a batch's small items adds to it.
