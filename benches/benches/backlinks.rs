@@ -82,6 +82,22 @@ fn backlinks(c: &mut Criterion) {
     g.bench_function("anchors_top100_small_url", |b| {
         b.iter(|| black_box(store.read().anchors(&small, 0, 100).unwrap()))
     });
+    // Its root domain, which reads the views of its one host: both small, so the views
+    // come from the host's pointer rows, each resolved to its URL row.
+    let small_domain = Item::domain(
+        small
+            .name
+            .trim_start_matches("http://")
+            .trim_end_matches('/'),
+    );
+    let rows = store.read().ref_domains(&small_domain, 0, 100).unwrap();
+    assert_eq!(rows.len(), SMALL_URL_BACKLINKS, "{small_domain}");
+    g.bench_function("ref_domains_top100_small_domain", |b| {
+        b.iter(|| black_box(store.read().ref_domains(&small_domain, 0, 100).unwrap()))
+    });
+    g.bench_function("anchors_top100_small_domain", |b| {
+        b.iter(|| black_box(store.read().anchors(&small_domain, 0, 100).unwrap()))
+    });
     // The largest item without ranked copies: all its rows read and sorted. The last
     // unranked URL has exactly `UNRANKED_ROWS` rows (the first ones get one link more
     // when `links` is not a multiple of it).

@@ -15,7 +15,9 @@ pub fn bench_dir() -> PathBuf {
 }
 
 /// Backlinks of each of the hot store's `small` URLs: as many as a URL may have and keep
-/// no member rows (`linkstore::URL_ROWS_ABOVE`), so its views are worked out from them.
+/// no member rows (`linkstore::MEMBER_ROWS_ABOVE`), so its views are worked out from them.
+/// Each is on a root domain of its own, which (a host and root domain with as many
+/// backlinks) keeps none either and reads them through its pointer rows.
 pub const SMALL_URL_BACKLINKS: usize = 64;
 
 /// The `n`th of the hot store's URLs with [`SMALL_URL_BACKLINKS`] backlinks.

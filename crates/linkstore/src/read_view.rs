@@ -741,7 +741,9 @@ impl ReadView {
         }
         it.status()?;
         let mut records = Vec::new();
-        self.scan_backlinks(item, |rec| {
+        // All its pointers (at most the bound) resolved in one multi-get.
+        let all = crate::small_item::MEMBER_ROWS_ABOVE as usize;
+        self.scan_backlinks_from(item, all, |rec| {
             records.push(rec);
             true
         })?;
