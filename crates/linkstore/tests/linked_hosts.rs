@@ -5,6 +5,7 @@
 
 use linkstore::build::Table;
 use linkstore::{CrawlOutcome, Item, ItemHasher, OutLink, PageCrawl, Store, StoreOptions};
+use std::path::Path;
 
 const DAY: i64 = 86_400;
 const T0: i64 = 1_735_689_600; // 2025-01-01
@@ -92,6 +93,37 @@ fn rows_under(store: &Store, table: Table, prefix: &[u8]) -> Vec<(Vec<u8>, Vec<u
     rows
 }
 
+/// A store under `dir` with `first` applied in two batches, whose domain `d.example`
+/// reads the views of `www.d.example`.
+fn store_reading_www(dir: &Path, first: &[PageCrawl]) -> Store {
+    let store = Store::open(dir.join("a"), &StoreOptions::default()).unwrap();
+    apply(&store, &[&first[..4], &first[4..]]);
+    let domain = Item::domain("d.example");
+    assert_eq!(
+        store.read().linked_host(&domain).unwrap().as_deref(),
+        Some("www.d.example")
+    );
+    store
+}
+
+/// Applies `all` to fresh stores under `dir` in one batch and one crawl per batch: the
+/// same reads of `domain`, and the same rows, as `store`.
+fn assert_same_in_any_batches(dir: &Path, all: &[PageCrawl], store: &Store, domain: &Item) {
+    let whole = reads(store, domain);
+    for (name, batches) in [
+        ("one", vec![all]),
+        ("each", all.chunks(1).collect::<Vec<_>>()),
+    ] {
+        let other = Store::open(dir.join(name), &StoreOptions::default()).unwrap();
+        apply(&other, &batches);
+        assert_eq!(reads(&other, domain), whole, "{name}");
+        for table in Table::ALL {
+            let rows = |s: &Store| rows_under(s, table, &[]);
+            assert_eq!(rows(&other), rows(store), "{name}: {table:?}");
+        }
+    }
+}
+
 /// What a reader gets for the root domain: counters, backlinks, referring domains,
 /// anchors and timeline, spelt out.
 fn reads(store: &Store, domain: &Item) -> String {
@@ -119,12 +151,7 @@ fn a_domain_reads_its_host_until_a_second_host_gets_a_link() {
     let domain = Item::domain("d.example");
     let www = Item::host("www.d.example");
 
-    let store = Store::open(tmp.path().join("a"), &StoreOptions::default()).unwrap();
-    apply(&store, &[&first[..4], &first[4..]]);
-    assert_eq!(
-        store.read().linked_host(&domain).unwrap().as_deref(),
-        Some("www.d.example")
-    );
+    let store = store_reading_www(tmp.path(), &first);
     for table in [Table::RefDomains, Table::Anchors, Table::Timeline] {
         assert_eq!(rows_of(&store, table, &domain), 0, "{table:?}");
         assert!(rows_of(&store, table, &www) > 0, "{table:?}");
@@ -155,19 +182,7 @@ fn a_domain_reads_its_host_until_a_second_host_gets_a_link() {
     // The same crawls in one batch (the second host met within it), and one crawl at a
     // time: the same reads.
     let all: Vec<PageCrawl> = first.iter().chain(&second).cloned().collect();
-    let whole = reads(&store, &domain);
-    for (name, batches) in [
-        ("one", vec![&all[..]]),
-        ("each", all.chunks(1).collect::<Vec<_>>()),
-    ] {
-        let other = Store::open(tmp.path().join(name), &StoreOptions::default()).unwrap();
-        apply(&other, &batches);
-        assert_eq!(reads(&other, &domain), whole, "{name}");
-        for table in Table::ALL {
-            let rows = |s: &Store| rows_under(s, table, &[]);
-            assert_eq!(rows(&other), rows(&store), "{name}: {table:?}");
-        }
-    }
+    assert_same_in_any_batches(tmp.path(), &all, &store, &domain);
 }
 
 /// A domain reading a host small enough to keep no member rows (format 19): its views
@@ -181,12 +196,7 @@ fn a_domain_reading_a_small_host_gets_its_own_views_the_same_in_any_batches() {
     let domain = Item::domain("d.example");
     let www = Item::host("www.d.example");
 
-    let store = Store::open(tmp.path().join("a"), &StoreOptions::default()).unwrap();
-    apply(&store, &[&first[..4], &first[4..]]);
-    assert_eq!(
-        store.read().linked_host(&domain).unwrap().as_deref(),
-        Some("www.d.example")
-    );
+    let store = store_reading_www(tmp.path(), first);
     for item in [&domain, &www] {
         assert_eq!(rows_of(&store, Table::RefDomains, item), 0, "{item}");
         assert_eq!(store.read().ref_domains(item, 0, 100).unwrap().len(), 5);
@@ -209,19 +219,7 @@ fn a_domain_reading_a_small_host_gets_its_own_views_the_same_in_any_batches() {
     assert_eq!(source.unwrap().out_domains_external, 1);
 
     let all: Vec<PageCrawl> = first.iter().chain(second).cloned().collect();
-    let whole = reads(&store, &domain);
-    for (name, batches) in [
-        ("one", vec![&all[..]]),
-        ("each", all.chunks(1).collect::<Vec<_>>()),
-    ] {
-        let other = Store::open(tmp.path().join(name), &StoreOptions::default()).unwrap();
-        apply(&other, &batches);
-        assert_eq!(reads(&other, &domain), whole, "{name}");
-        for table in Table::ALL {
-            let rows = |s: &Store| rows_under(s, table, &[]);
-            assert_eq!(rows(&other), rows(&store), "{name}: {table:?}");
-        }
-    }
+    assert_same_in_any_batches(tmp.path(), &all, &store, &domain);
 }
 
 #[test]

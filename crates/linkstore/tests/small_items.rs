@@ -16,16 +16,28 @@ const QUIET: &str = "http://t.org/quiet";
 /// `n` pages on their own domains (`prefix0.com` ...) crawled on `day`, each linking to
 /// [`HOT`], and the first ten also to [`QUIET`] (from ten addresses in seven subnets).
 fn pages(prefix: &str, n: usize, day: i64) -> Vec<PageCrawl> {
+    linking_pages(prefix, n, day, |_| HOT.into(), QUIET)
+}
+
+/// `n` pages on their own domains crawled on `day`, page `i` linking to `hot(i)` with
+/// one of five anchor texts, and the first ten also to `quiet` with one of three.
+fn linking_pages(
+    prefix: &str,
+    n: usize,
+    day: i64,
+    hot: impl Fn(usize) -> String,
+    quiet: &str,
+) -> Vec<PageCrawl> {
     (0..n)
         .map(|i| {
             let mut links = vec![OutLink {
-                target: HOT.into(),
+                target: hot(i),
                 anchor_text: format!("text {}", i % 5),
                 ..Default::default()
             }];
             if i < 10 {
                 links.push(OutLink {
-                    target: QUIET.into(),
+                    target: quiet.into(),
                     anchor_text: format!("quiet {}", i % 3),
                     ..Default::default()
                 });
@@ -174,28 +186,8 @@ fn a_url_crossing_the_row_bound_gains_and_loses_its_rows() {
 /// `n` pages on their own domains crawled on `day`, each linking to one of seven pages
 /// of `www.t.org` (a few backlinks each), and the first ten also to `shop.t.org`.
 fn site_pages(prefix: &str, n: usize, day: i64) -> Vec<PageCrawl> {
-    (0..n)
-        .map(|i| {
-            let mut links = vec![OutLink {
-                target: format!("http://www.t.org/p{}", i % 7),
-                anchor_text: format!("text {}", i % 5),
-                ..Default::default()
-            }];
-            if i < 10 {
-                links.push(OutLink {
-                    target: "http://shop.t.org/".into(),
-                    anchor_text: format!("shop {}", i % 3),
-                    ..Default::default()
-                });
-            }
-            PageCrawl {
-                url: format!("http://{prefix}{i}.com/"),
-                fetched_at: T0 + day * DAY,
-                ip: Some(format!("10.0.{}.{}", i % 7, i).parse().unwrap()),
-                outcome: CrawlOutcome::Html { links },
-            }
-        })
-        .collect()
+    let www = |i: usize| format!("http://www.t.org/p{}", i % 7);
+    linking_pages(prefix, n, day, www, "http://shop.t.org/")
 }
 
 #[test]
