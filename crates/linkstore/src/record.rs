@@ -222,6 +222,49 @@ pub fn flow_link(record: &[u8]) -> Result<FlowLink<'_>> {
     })
 }
 
+/// What a backlink record gives its target item's member views (referring domain, live
+/// or not, address, anchor text), borrowed from the record: read from an encoded one
+/// without decoding the history, out-link counts and topics after them, or taken from a
+/// decoded one ([`LinkRecord::member_facts`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct MemberFacts<'a> {
+    pub source_url: &'a str,
+    pub target_url: &'a str,
+    /// As found: lower-cased where the views use it.
+    pub anchor_text: &'a str,
+    pub deleted: bool,
+    pub source_ip: Option<IpAddr>,
+}
+
+impl<'a> MemberFacts<'a> {
+    /// Reads the facts of the encoded record `buf`, checking what it reads as
+    /// [`LinkRecord::decode`] does.
+    pub(crate) fn read(buf: &'a [u8]) -> Result<MemberFacts<'a>> {
+        let mut r = Reader::new(buf, "links");
+        r.version(RECORD_VERSION)?;
+        let flags = r.u16()?;
+        LinkKind::from_u8(r.u8()?)?;
+        for _ in 0..4 {
+            r.u32v()?; // redirect status, first seen, last seen, date lost
+        }
+        LostReason::from_u8(r.u8()?)?;
+        r.take(4)?; // flows
+        let mut text = || {
+            std::str::from_utf8(r.bytes()?)
+                .map_err(|_| Error::corrupt("links", "string is not UTF-8"))
+        };
+        let (source_url, target_url, anchor_text) = (text()?, text()?, text()?);
+        r.bytes()?; // ALT text
+        Ok(MemberFacts {
+            source_url,
+            target_url,
+            anchor_text,
+            deleted: flags & flags::DELETED != 0,
+            source_ip: r.ip()?,
+        })
+    }
+}
+
 /// Where an encoded record keeps what a flow build rewrites (both ends' flows and
 /// topics), and its two URLs, found without decoding the rest: re-keying every backlink
 /// row copies its bytes instead of decoding and encoding each record.
@@ -362,6 +405,17 @@ impl LinkRecord {
         buf.extend_from_slice(&(self.flags & described).to_be_bytes());
         put_ip(&mut buf, self.source_ip);
         xxhash_rust::xxh3::xxh3_64(&buf)
+    }
+
+    #[cfg(test)]
+    pub(crate) fn member_facts(&self) -> MemberFacts<'_> {
+        MemberFacts {
+            source_url: &self.source_url,
+            target_url: &self.target_url,
+            anchor_text: &self.anchor_text,
+            deleted: self.is_deleted(),
+            source_ip: self.source_ip,
+        }
     }
 
     pub fn is_deleted(&self) -> bool {
@@ -506,7 +560,16 @@ mod tests {
         };
         rec.history.insert(19_000);
         rec.history.insert(19_500);
-        assert_eq!(LinkRecord::decode(&rec.encode()).unwrap(), rec);
+        let encoded = rec.encode();
+        assert_eq!(LinkRecord::decode(&encoded).unwrap(), rec);
+        let facts = MemberFacts::read(&encoded).unwrap();
+        assert_eq!(facts, rec.member_facts());
+        assert!(facts.deleted && facts.anchor_text == "Grüße & more");
+        rec.flags = 0;
+        rec.source_ip = Some("10.1.2.3".parse().unwrap());
+        let facts = rec.member_facts();
+        assert_eq!(MemberFacts::read(&rec.encode()).unwrap(), facts);
+        assert!(!facts.deleted);
     }
 
     /// Rewriting an encoded record's ends equals decoding it, setting them and encoding.
@@ -588,5 +651,13 @@ mod tests {
         enc[0] = 9;
         let err = LinkRecord::decode(&enc).unwrap_err().to_string();
         assert!(err.contains("version 9"), "{err}");
+        assert!(MemberFacts::read(&enc).is_err());
+        // Any cut before the end of the address, the last field facts read (history,
+        // three out-link counts and two topic lists of a default record take 6 bytes).
+        let enc = rec.encode();
+        for end in 0..enc.len() - 6 {
+            assert!(MemberFacts::read(&enc[..end]).is_err(), "{end}");
+        }
+        assert!(MemberFacts::read(&enc[..enc.len() - 6]).is_ok());
     }
 }

@@ -172,6 +172,10 @@ mod tests {
                 flags::NOFOLLOW,
             ),
             ("http://z.org/6", None, "z", 0),
+            // The first address again, spelt as IPv6; a text lower-cased past ASCII.
+            ("http://d.net/7", Some("::ffff:10.0.0.1"), "ÉTÉ", 0),
+            // An IPv6 subnet whose words are those of an IPv4 one (10.0.0).
+            ("http://d.net/8", Some("a:0:0::5"), "été", flags::DELETED),
         ];
         let records: Vec<LinkRecord> = sources
             .iter()
@@ -189,7 +193,8 @@ mod tests {
         let hasher = ItemHasher::new(64);
         for n in 0..=records.len() {
             let (_, folded) = item_views(&Item::url(url), &records[..n], &hasher, false);
-            assert_eq!(member_counters(&records[..n]), folded, "{n} records");
+            let facts = records[..n].iter().map(LinkRecord::member_facts);
+            assert_eq!(member_counters(facts), folded, "{n} records");
         }
         // And readers fold them into the rows a store would hold (texts aside).
         let item_key = hasher.item_key(&Item::url(url));
@@ -215,7 +220,7 @@ mod tests {
         }
         assert_eq!(domains, stored_domains);
         assert_eq!(anchors, stored_anchors);
-        assert_eq!((domains.len(), anchors.len()), (5, 4));
+        assert_eq!((domains.len(), anchors.len()), (6, 5));
         assert_eq!(
             anchors
                 .iter()
@@ -225,9 +230,9 @@ mod tests {
             1
         );
 
-        let all = member_counters(&records);
-        assert_eq!((all.ref_domains, all.ref_domains_live), (5, 4));
+        let all = member_counters(records.iter().map(LinkRecord::member_facts));
+        assert_eq!((all.ref_domains, all.ref_domains_live), (6, 5));
         assert_eq!((all.ref_domains_edu, all.ref_domains_gov), (2, 1));
-        assert_eq!((all.ref_ips, all.ref_subnets, all.anchor_texts), (5, 3, 4));
+        assert_eq!((all.ref_ips, all.ref_subnets, all.anchor_texts), (6, 4, 5));
     }
 }

@@ -9,8 +9,9 @@
 use crate::aggregate::{accumulate, AnchorText, Counters, RefDomain, TimelineDelta};
 use crate::item::{host_of, root_domain, Item, Level};
 use crate::keys::{level_of_item_key, link_key, DistinctKind, ItemHasher};
-use crate::record::{LinkKind, LinkRecord};
+use crate::record::{LinkKind, LinkRecord, MemberFacts};
 use crate::table::{BacklinkKey, EncodedRecord, ExpiryLinkKey};
+use std::borrow::Cow;
 use std::net::IpAddr;
 
 /// A change to one row of one view, caused by adding (`sign` = 1) or removing (`sign` =
@@ -434,25 +435,26 @@ pub(crate) fn ref_domain_counters(domain: &str, any: i64, live: i64) -> Counters
 }
 
 /// The counters one item's member rows feed (referring domains, live, edu and gov ones,
-/// addresses, subnets, anchor texts), counted straight from the records of its
-/// backlinks: what folding their contributions into rows gives
-/// ([`crate::small_item::item_views`]), without the rows.
-pub(crate) fn member_counters<'r>(records: impl IntoIterator<Item = &'r LinkRecord>) -> Counters {
-    use std::collections::HashMap;
-    // Referring domain -> whether it has a live link.
-    let mut domains: HashMap<&str, bool> = HashMap::new();
-    let mut ips: Vec<String> = Vec::new();
-    let mut anchors: Vec<String> = Vec::new();
+/// addresses, subnets, anchor texts), counted straight from the facts of its backlink
+/// records: what folding their contributions into rows gives
+/// ([`crate::small_item::item_views`]), without the rows or their members' spellings.
+pub(crate) fn member_counters<'r>(records: impl IntoIterator<Item = MemberFacts<'r>>) -> Counters {
+    // Referring domains, each with whether that link is live; addresses as members spell
+    // them apart (canonical); texts as anchor rows key them (lower-cased).
+    let mut domains: Vec<(&str, bool)> = Vec::new();
+    let mut ips: Vec<IpAddr> = Vec::new();
+    let mut anchors: Vec<Cow<'r, str>> = Vec::new();
     for rec in records {
-        *domains.entry(domain_of_url(&rec.source_url)).or_default() |= !rec.is_deleted();
-        ips.extend(rec.source_ip.map(ip_member));
-        anchors.push(rec.anchor_text.to_lowercase());
+        domains.push((domain_of_url(rec.source_url), !rec.deleted));
+        ips.extend(rec.source_ip.map(|ip| ip.to_canonical()));
+        anchors.push(lower_case(rec.anchor_text));
     }
     ips.sort_unstable();
     ips.dedup();
     anchors.sort_unstable();
     anchors.dedup();
-    let mut subnets: Vec<&str> = ips.iter().map(|ip| subnet_of_member(ip)).collect();
+    // One subnet's addresses sort together, as their members do.
+    let mut subnets: Vec<(bool, [u16; 3])> = ips.iter().map(|&ip| subnet_of_ip(ip)).collect();
     subnets.dedup();
     let mut c = Counters {
         ref_ips: ips.len() as i64,
@@ -460,10 +462,43 @@ pub(crate) fn member_counters<'r>(records: impl IntoIterator<Item = &'r LinkReco
         anchor_texts: anchors.len() as i64,
         ..Default::default()
     };
-    for (domain, live) in domains {
-        accumulate(&mut c, &ref_domain_counters(domain, 1, i64::from(live)));
+    // A domain's live entry sorts after its deleted ones: the last of each run says
+    // whether it has a live link.
+    domains.sort_unstable();
+    for (i, &(domain, live)) in domains.iter().enumerate() {
+        if domains.get(i + 1).is_none_or(|(next, _)| *next != domain) {
+            accumulate(&mut c, &ref_domain_counters(domain, 1, i64::from(live)));
+        }
     }
     c
+}
+
+/// `text` lower-cased, as anchor members are, borrowed when it already is.
+fn lower_case(text: &str) -> Cow<'_, str> {
+    if text
+        .bytes()
+        .any(|b| b.is_ascii_uppercase() || !b.is_ascii())
+    {
+        Cow::Owned(text.to_lowercase())
+    } else {
+        Cow::Borrowed(text)
+    }
+}
+
+/// The subnet of a canonical address, as [`subnet_of_member`] cuts its member: the first
+/// three octets of an IPv4 address, the first three groups of an IPv6 one (told apart by
+/// the flag, so that no IPv4 subnet equals an IPv6 one).
+fn subnet_of_ip(ip: IpAddr) -> (bool, [u16; 3]) {
+    match ip {
+        IpAddr::V4(a) => {
+            let [a, b, c, _] = a.octets();
+            (false, [a.into(), b.into(), c.into()])
+        }
+        IpAddr::V6(a) => {
+            let [a, b, c, ..] = a.segments();
+            (true, [a, b, c])
+        }
+    }
 }
 
 /// The referring domain and anchor text of an `AnchorDomain` member (`domain \x01

@@ -18,15 +18,15 @@ use super::linked_hosts::domain_at_host;
 use super::{BatchRows, HashMap, Op, SortedBatch, Writer};
 use crate::aggregate::Counters;
 use crate::build::Table;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::item::{Item, Level};
 use crate::keys::{generation_item_prefix, level_of_item_key, ItemHasher};
-use crate::record::LinkRecord;
+use crate::record::{LinkRecord, MemberFacts};
 use crate::small_item::{
     item_of_key, item_views, may_be_small, member_row_ranges, MEMBER_ROWS_ABOVE, MEMBER_TABLES,
 };
 use crate::store::{cf_handle, CF_BACKLINKS, CF_COUNTERS};
-use crate::table::{is_pointer, BacklinkKey, CountersKey, TableKey};
+use crate::table::{is_pointer, url_row_missing, BacklinkKey, CountersKey, TableKey};
 use crate::views::{domain_of_url, member_counters, out_domain_counters, Contribution};
 use std::collections::BTreeMap;
 
@@ -182,14 +182,6 @@ impl SmallItem<'_> {
     }
 }
 
-/// An item's backlink rows as the store holds them (`stored`), and as the batch leaves
-/// them (`after`): `(key, value)`, a value a record or a pointer.
-#[derive(Default)]
-struct ItemRows {
-    stored: Vec<(Vec<u8>, Vec<u8>)>,
-    after: BTreeMap<Vec<u8>, Vec<u8>>,
-}
-
 impl BatchRows {
     /// The backlink count of an item this batch classed, after the batch.
     fn item_size(&self, item_key: &[u8]) -> Option<ItemSize> {
@@ -240,8 +232,18 @@ impl BatchRows {
         // In key order, so that one iterator's seeks move forward through the table
         // (forced collisions, in tests, give items one hash).
         small.sort_unstable_by(|a, b| (a.hash, a.item_key).cmp(&(b.hash, b.item_key)));
-        let rows = backlink_rows(&small, batch, db, generation)?;
-        let records = resolve(&small, &rows, batch, db, hasher)?;
+        let writes = BatchWrites::of(batch, &small);
+        let stored = stored_rows(&small, db, generation)?;
+        let located = small
+            .iter()
+            .zip(&stored)
+            .map(|(s, stored)| ItemRows::locate(s, stored, &writes, hasher))
+            .collect::<Result<Vec<_>>>()?;
+        let url_rows = StoredUrlRows::read(db, &located, &writes)?;
+        let records = located
+            .iter()
+            .map(|rows| rows.records(&writes, &url_rows))
+            .collect::<Result<Vec<_>>>()?;
 
         // The counters the store holds for them are those of their records before the
         // batch: the views of the set before need not be worked out again. Items new to
@@ -255,7 +257,6 @@ impl BatchRows {
         let mut added = Vec::new();
         let mut settled = Vec::new();
         for (s, records) in small.iter().zip(records) {
-            let after_records = &records.after;
             let before = if s.before > 0 {
                 stored.next().unwrap_or_default()
             } else {
@@ -263,10 +264,18 @@ impl BatchRows {
             };
             // Rows only for an item that grew past the bound; counters alone are cheaper
             // counted straight from the records.
-            let (rows, after) = if after_records.len() as i64 > MEMBER_ROWS_ABOVE {
-                item_views(&s.item, after_records, hasher, true)
+            let (rows, after) = if records.after.len() as i64 > MEMBER_ROWS_ABOVE {
+                let decoded = records
+                    .after
+                    .iter()
+                    .map(|r| LinkRecord::decode(r.record))
+                    .collect::<Result<Vec<_>>>()?;
+                item_views(&s.item, &decoded, hasher, true)
             } else {
-                (Vec::new(), member_counters(after_records))
+                (
+                    Vec::new(),
+                    member_counters(records.after.iter().map(|r| r.facts)),
+                )
             };
             let delta = member_counter_moves(&before, &after);
             if delta != Counters::default() {
@@ -308,23 +317,75 @@ impl BatchRows {
     }
 }
 
-/// Each small item's backlink rows, stored and after `batch`: a scan of its prefix in
-/// the store (none for an item new to the batch), then the batch's writes under it in
-/// the order written.
-fn backlink_rows(
+/// The batch's backlink writes: the last of each row, and those under each small item's
+/// hash in the order written.
+struct BatchWrites<'b> {
+    last: HashMap<&'b [u8], &'b Op>,
+    by_hash: HashMap<u64, Vec<(&'b [u8], &'b Op)>>,
+}
+
+impl<'b> BatchWrites<'b> {
+    fn of(batch: &'b SortedBatch, small: &[SmallItem<'_>]) -> BatchWrites<'b> {
+        // Items sharing a hash (forced collisions) share its writes, told apart later.
+        let mut by_hash: HashMap<u64, Vec<(&[u8], &Op)>> =
+            small.iter().map(|s| (s.hash, Vec::new())).collect();
+        let mut last: HashMap<&[u8], &Op> = HashMap::default();
+        for (table, key, op) in &batch.ops {
+            if *table != Table::Backlinks {
+                continue;
+            }
+            last.insert(key, op);
+            let hash = key
+                .get(1..9)
+                .map(|h| u64::from_be_bytes(h.try_into().expect("8")));
+            if let Some(written) = hash.and_then(|h| by_hash.get_mut(&h)) {
+                written.push((key, op));
+            }
+        }
+        BatchWrites { last, by_hash }
+    }
+
+    fn wrote(&self, key: &[u8]) -> bool {
+        self.last.contains_key(key)
+    }
+}
+
+/// A small item's backlink rows as the store holds them, keys and values copied into
+/// one buffer (a scan's rows live only until its next step).
+#[derive(Default)]
+struct StoredRows {
+    bytes: Vec<u8>,
+    /// Where each row's key and value end in `bytes`; each starts where the last ended.
+    ends: Vec<(usize, usize)>,
+}
+
+impl StoredRows {
+    fn push(&mut self, key: &[u8], value: &[u8]) {
+        self.bytes.extend_from_slice(key);
+        let key_end = self.bytes.len();
+        self.bytes.extend_from_slice(value);
+        self.ends.push((key_end, self.bytes.len()));
+    }
+
+    /// `(key, value)` in key order.
+    fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        let starts = std::iter::once(0).chain(self.ends.iter().map(|&(_, end)| end));
+        starts.zip(&self.ends).map(|(start, &(key_end, end))| {
+            (&self.bytes[start..key_end], &self.bytes[key_end..end])
+        })
+    }
+}
+
+/// Each small item's stored backlink rows: a scan of its prefix (none for an item new to
+/// the batch), in key order across items, so that one iterator's seeks move forward.
+fn stored_rows(
     small: &[SmallItem<'_>],
-    batch: &SortedBatch,
     db: &rocksdb::DB,
     generation: u8,
-) -> Result<Vec<ItemRows>> {
-    let mut at: HashMap<u64, usize> = HashMap::default();
-    for (i, s) in small.iter().enumerate() {
-        // Items sharing a hash (forced collisions) share its rows, told apart later.
-        at.entry(s.hash).or_insert(i);
-    }
-    let mut rows: Vec<ItemRows> = small.iter().map(|_| ItemRows::default()).collect();
+) -> Result<Vec<StoredRows>> {
+    let mut out: Vec<StoredRows> = small.iter().map(|_| StoredRows::default()).collect();
     let mut it = db.raw_iterator_cf(cf_handle(db, CF_BACKLINKS));
-    for (s, rows) in small.iter().zip(&mut rows) {
+    for (s, rows) in small.iter().zip(&mut out) {
         if s.before == 0 {
             continue;
         }
@@ -334,178 +395,211 @@ fn backlink_rows(
             if !key.starts_with(&prefix) {
                 break;
             }
-            rows.stored.push((key.to_vec(), value.to_vec()));
+            rows.push(key, value);
             it.next();
         }
         it.status()?;
     }
-    for r in &mut rows {
-        r.after = r.stored.iter().cloned().collect();
-    }
-    let mut written: Vec<Vec<(&[u8], &Op)>> = small.iter().map(|_| Vec::new()).collect();
-    for (table, key, op) in &batch.ops {
-        if *table != Table::Backlinks {
-            continue;
-        }
-        let hash = key
-            .get(1..9)
-            .map(|h| u64::from_be_bytes(h.try_into().expect("8")));
-        if let Some(&i) = hash.and_then(|h| at.get(&h)) {
-            written[i].push((key, op));
-        }
-    }
-    for (i, s) in small.iter().enumerate() {
-        let first = at[&s.hash];
-        for &(key, op) in &written[first] {
+    Ok(out)
+}
+
+/// Where a backlink row's record is.
+enum RecordAt<'a> {
+    /// In the row: a URL row's value.
+    Here(&'a [u8]),
+    /// In the URL row a pointer row names, by this key.
+    UrlRow(Vec<u8>),
+}
+
+/// A backlink row located: where its record is, and whether the batch wrote the row or
+/// the URL row it points to.
+struct Located<'a> {
+    at: RecordAt<'a>,
+    touched: bool,
+}
+
+/// A small item's backlink rows, each located once.
+struct ItemRows<'a> {
+    item: &'a Item,
+    /// The rows as the batch leaves them, in key order.
+    after: Vec<Located<'a>>,
+    /// The stored rows the batch wrote (their records' facts before it), kept only for
+    /// an item that moves out-domain counters ([`SmallItem::out_domain_item`]).
+    touched_before: Vec<Located<'a>>,
+}
+
+impl<'a> ItemRows<'a> {
+    /// The rows of `s`: `stored`, with the batch's writes under its hash applied in the
+    /// order written. A URL's own rows hold their records: a pointer under its hash is
+    /// another item's, and left out.
+    fn locate(
+        s: &'a SmallItem<'_>,
+        stored: &'a StoredRows,
+        writes: &BatchWrites<'a>,
+        hasher: &ItemHasher,
+    ) -> Result<ItemRows<'a>> {
+        let locate = |key: &[u8], value: &'a [u8]| -> Result<Option<Located<'a>>> {
+            let at = if !is_pointer(value)? {
+                RecordAt::Here(value)
+            } else if s.item.level == Level::Url {
+                return Ok(None);
+            } else {
+                RecordAt::UrlRow(BacklinkKey::parse(key)?.url_row(hasher).bytes().to_vec())
+            };
+            let touched = writes.wrote(key)
+                || matches!(&at, RecordAt::UrlRow(url_row) if writes.wrote(url_row));
+            Ok(Some(Located { at, touched }))
+        };
+        let mut after: BTreeMap<&[u8], &[u8]> = stored.iter().collect();
+        for &(key, op) in writes.by_hash.get(&s.hash).into_iter().flatten() {
             match op {
                 Op::Put(value) => {
-                    rows[i].after.insert(key.to_vec(), value.clone());
+                    after.insert(key, value);
                 }
                 Op::Delete => {
-                    rows[i].after.remove(key);
+                    after.remove(key);
                 }
                 Op::Merge(_) => {}
             }
         }
+        let mut touched_before = Vec::new();
+        if s.out_domain_item().is_some() {
+            for (key, value) in stored.iter() {
+                touched_before.extend(locate(key, value)?.filter(|row| row.touched));
+            }
+        }
+        let after = after
+            .into_iter()
+            .filter_map(|(key, value)| locate(key, value).transpose())
+            .collect::<Result<_>>()?;
+        Ok(ItemRows {
+            item: &s.item,
+            after,
+            touched_before,
+        })
     }
-    Ok(rows)
+
+    /// The item's records after the batch, and the stored ones of the rows it wrote,
+    /// with their facts; records of other items (colliding hashes) left out.
+    fn records<'r>(
+        &'r self,
+        writes: &BatchWrites<'r>,
+        url_rows: &'r StoredUrlRows<'_>,
+    ) -> Result<ItemRecords<'r>> {
+        let mut out = ItemRecords::default();
+        for row in &self.after {
+            let record = match &row.at {
+                RecordAt::Here(record) => record,
+                RecordAt::UrlRow(key) => match writes.last.get(key.as_slice()) {
+                    Some(Op::Put(value)) => value.as_slice(),
+                    Some(_) => return Err(url_row_missing()),
+                    None => url_rows.get(key)?,
+                },
+            };
+            let facts = MemberFacts::read(record)?;
+            if self.item.contains_url(facts.target_url) {
+                out.after.push(AfterRecord {
+                    record,
+                    facts,
+                    touched: row.touched,
+                });
+            }
+        }
+        for row in &self.touched_before {
+            let record = match &row.at {
+                RecordAt::Here(record) => record,
+                RecordAt::UrlRow(key) => url_rows.get(key)?,
+            };
+            let facts = MemberFacts::read(record)?;
+            if self.item.contains_url(facts.target_url) {
+                out.touched_before.push(facts);
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The stored URL rows that pointer rows name and the batch did not write (or whose
+/// stored records are wanted), read in one sorted multi-get.
+struct StoredUrlRows<'d> {
+    keys: Vec<&'d [u8]>,
+    values: Vec<Option<rocksdb::DBPinnableSlice<'d>>>,
+}
+
+impl<'d> StoredUrlRows<'d> {
+    fn read(
+        db: &'d rocksdb::DB,
+        items: &'d [ItemRows<'_>],
+        writes: &BatchWrites<'_>,
+    ) -> Result<StoredUrlRows<'d>> {
+        let url_row = |row: &'d Located<'_>| match &row.at {
+            RecordAt::UrlRow(key) => Some(key.as_slice()),
+            RecordAt::Here(_) => None,
+        };
+        let mut keys: Vec<&[u8]> = Vec::new();
+        for rows in items {
+            let after = rows.after.iter().filter_map(url_row);
+            keys.extend(after.filter(|key| !writes.wrote(key)));
+            keys.extend(rows.touched_before.iter().filter_map(url_row));
+        }
+        keys.sort_unstable();
+        keys.dedup();
+        let values = db
+            .batched_multi_get_cf(cf_handle(db, CF_BACKLINKS), &keys, true)
+            .into_iter()
+            .collect::<std::result::Result<_, _>>()?;
+        Ok(StoredUrlRows { keys, values })
+    }
+
+    fn get(&self, key: &[u8]) -> Result<&[u8]> {
+        let i = self
+            .keys
+            .binary_search(&key)
+            .map_err(|_| url_row_missing())?;
+        self.values[i].as_deref().ok_or_else(url_row_missing)
+    }
+}
+
+/// A small item's backlink record after the batch.
+struct AfterRecord<'a> {
+    record: &'a [u8],
+    facts: MemberFacts<'a>,
+    /// Whether the batch wrote it (its row, or the URL row a pointer names).
+    touched: bool,
 }
 
 /// An item's backlink records after the batch, and (for an item that moves out-domain
-/// counters: [`SmallItem::out_domain_item`]) what the batch changed of them.
+/// counters: [`SmallItem::out_domain_item`]) the stored facts of those the batch wrote.
 #[derive(Default)]
-struct ItemRecords {
-    after: Vec<LinkRecord>,
-    /// Whether the batch wrote each record of `after` (its row, or the URL row a
-    /// pointer names).
-    touched: Vec<bool>,
-    /// The stored records of the rows the batch wrote.
-    touched_before: Vec<LinkRecord>,
-}
-
-/// Each small item's records (see [`ItemRecords`]), from its rows: a pointer resolved
-/// to its URL row as the batch leaves it (or as stored, for a record before the batch),
-/// the stored ones read in one multi-get; records of other items (colliding hashes)
-/// left out.
-fn resolve(
-    small: &[SmallItem<'_>],
-    rows: &[ItemRows],
-    batch: &SortedBatch,
-    db: &rocksdb::DB,
-    hasher: &ItemHasher,
-) -> Result<Vec<ItemRecords>> {
-    // The batch's last write of each backlink row.
-    let mut written: HashMap<&[u8], &Op> = HashMap::default();
-    for (table, key, op) in &batch.ops {
-        if *table == Table::Backlinks {
-            written.insert(key, op);
-        }
-    }
-    // Where each row's record is (its URL row's key, for a pointer), and whether the
-    // batch wrote it. A URL's own rows hold their records: a pointer under its hash is
-    // another item's.
-    let locate = |s: &SmallItem<'_>, key: &[u8], value: &[u8]| -> Result<Option<(Vec<u8>, bool)>> {
-        if !is_pointer(value)? {
-            return Ok(Some((Vec::new(), written.contains_key(key))));
-        }
-        if s.item.level == Level::Url {
-            return Ok(None);
-        }
-        let at = BacklinkKey::parse(key)?.url_row(hasher).bytes().to_vec();
-        let touched = written.contains_key(key) || written.contains_key(at.as_slice());
-        Ok(Some((at, touched)))
-    };
-    let mut unread: Vec<Vec<u8>> = Vec::new();
-    for (s, r) in small.iter().zip(rows) {
-        if s.out_domain_item().is_some() {
-            for (key, value) in &r.stored {
-                if let Some((at, true)) = locate(s, key, value)? {
-                    if !at.is_empty() {
-                        unread.push(at);
-                    }
-                }
-            }
-        }
-        for (key, value) in &r.after {
-            if let Some((at, _)) = locate(s, key, value)? {
-                if !at.is_empty() && !written.contains_key(at.as_slice()) {
-                    unread.push(at);
-                }
-            }
-        }
-    }
-    unread.sort_unstable();
-    unread.dedup();
-    let values = db.batched_multi_get_cf(cf_handle(db, CF_BACKLINKS), &unread, true);
-    let mut stored: HashMap<&[u8], Vec<u8>> = HashMap::default();
-    for (key, value) in unread.iter().zip(values) {
-        if let Some(value) = value? {
-            stored.insert(key, value.to_vec());
-        }
-    }
-    let missing = || Error::corrupt(CF_BACKLINKS, "a pointer row without its URL row");
-    let from_store = |at: &[u8]| stored.get(at).map(Vec::as_slice).ok_or_else(missing);
-    let mut out = Vec::with_capacity(small.len());
-    for (s, r) in small.iter().zip(rows) {
-        let mut records = ItemRecords::default();
-        if s.out_domain_item().is_some() {
-            for (key, value) in &r.stored {
-                let Some((at, true)) = locate(s, key, value)? else {
-                    continue;
-                };
-                let record = if at.is_empty() {
-                    value
-                } else {
-                    from_store(&at)?
-                };
-                let rec = LinkRecord::decode(record)?;
-                if s.item.contains_url(&rec.target_url) {
-                    records.touched_before.push(rec);
-                }
-            }
-        }
-        for (key, value) in &r.after {
-            let Some((at, touched)) = locate(s, key, value)? else {
-                continue;
-            };
-            let record: &[u8] = if at.is_empty() {
-                value
-            } else {
-                match written.get(at.as_slice()) {
-                    Some(Op::Put(value)) => value,
-                    Some(_) => return Err(missing()),
-                    None => from_store(&at)?,
-                }
-            };
-            let rec = LinkRecord::decode(record)?;
-            if s.item.contains_url(&rec.target_url) {
-                records.after.push(rec);
-                records.touched.push(touched);
-            }
-        }
-        out.push(records);
-    }
-    Ok(out)
+struct ItemRecords<'a> {
+    after: Vec<AfterRecord<'a>>,
+    touched_before: Vec<MemberFacts<'a>>,
 }
 
 /// How the live links of each referring domain move across the batch (+1 for a domain
 /// with a live link after and none before, -1 for the reverse): only domains of records
 /// the batch wrote can move, and the records it did not write hold the same links
 /// before and after.
-fn live_domain_moves(records: &ItemRecords) -> Vec<(&str, i64)> {
-    fn live_domains<'r>(recs: impl Iterator<Item = &'r LinkRecord>) -> Vec<&'r str> {
+fn live_domain_moves<'r>(records: &ItemRecords<'r>) -> Vec<(&'r str, i64)> {
+    fn live_domains<'r>(recs: impl Iterator<Item = MemberFacts<'r>>) -> Vec<&'r str> {
         let mut domains: Vec<&str> = recs
-            .filter(|r| !r.is_deleted())
-            .map(|r| domain_of_url(&r.source_url))
+            .filter(|r| !r.deleted)
+            .map(|r| domain_of_url(r.source_url))
             .collect();
         domains.sort_unstable();
         domains.dedup();
         domains
     }
-    let after = records.after.iter().zip(&records.touched);
-    let kept = live_domains(after.clone().filter(|(_, &t)| !t).map(|(r, _)| r));
-    let added = live_domains(after.filter(|(_, &t)| t).map(|(r, _)| r));
-    let removed = live_domains(records.touched_before.iter());
+    let after = |touched: bool| {
+        records
+            .after
+            .iter()
+            .filter(move |r| r.touched == touched)
+            .map(|r| r.facts)
+    };
+    let kept = live_domains(after(false));
+    let added = live_domains(after(true));
+    let removed = live_domains(records.touched_before.iter().copied());
     let mut moves: BTreeMap<&str, i64> = BTreeMap::new();
     for d in added.iter().filter(|d| kept.binary_search(d).is_err()) {
         *moves.entry(d).or_default() += 1;
