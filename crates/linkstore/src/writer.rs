@@ -1383,7 +1383,11 @@ impl BatchRows {
         let stored = self.stored_counters(db, &so_far.member_counts)?;
         write_member_rows(&mut batch, &self.refdomains, &self.counters, &stored, db)?;
         write_member_rows(&mut batch, &self.anchors, &self.counters, &stored, db)?;
-        write_seen_days(&mut batch, &self.seen_days, &self.counters, &stored, db)?;
+        let seen = self
+            .seen_days
+            .iter()
+            .filter(|(key, &(item_key_len, _))| !self.settles(&key[..item_key_len]));
+        write_seen_days(&mut batch, seen, &self.counters, &stored, db)?;
         Ok((batch, stored))
     }
 
@@ -1954,19 +1958,19 @@ fn member_rows_around<T: MemberRow>(
 }
 
 /// Moves the "last seen" days of referring-domain rows that only links seen again touched
-/// (`seen`; the batch holds none of them), read here in one multi-get: the row and, where
+/// (`seen`; the batch holds none of them, and settles the views of none of their items:
+/// those rows come from the items' records), read here in one multi-get: the row and, where
 /// its item keeps ranked copies after the batch ([`write_member_rows`] has written those
 /// of an item that crosses the bound, and deleted them for one that drops below), its
 /// ranked copy, under the same key since its counts did not move.
-fn write_seen_days(
+fn write_seen_days<'s>(
     batch: &mut SortedBatch,
-    seen: &HashMap<Vec<u8>, (usize, u32)>,
+    seen: impl Iterator<Item = (&'s Vec<u8>, &'s (usize, u32))>,
     deltas: &HashMap<Vec<u8>, Counters>,
     stored: &HashMap<Vec<u8>, Counters>,
     db: &rocksdb::DB,
 ) -> Result<()> {
     let mut keys: Vec<(&Vec<u8>, usize, u32)> = seen
-        .iter()
         .map(|(key, &(item_key_len, day))| (key, item_key_len, day))
         .collect();
     keys.sort_unstable();

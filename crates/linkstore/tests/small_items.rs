@@ -59,12 +59,26 @@ fn open(dir: &std::path::Path) -> Store {
 /// Applies `crawls`, committing every `per_batch` in the background (the next batch is
 /// applied while the last is written).
 fn apply(store: &Store, crawls: &[PageCrawl], per_batch: usize) {
+    apply_batches(store, crawls.chunks(per_batch), true);
+}
+
+/// Applies each of `batches` and commits it: in the background (`pipelined`: the next is
+/// applied while it is written) or waiting for its write.
+fn apply_batches<'c>(
+    store: &Store,
+    batches: impl IntoIterator<Item = &'c [PageCrawl]>,
+    pipelined: bool,
+) {
     let mut w = store.writer().unwrap();
-    for chunk in crawls.chunks(per_batch) {
-        for c in chunk {
+    for batch in batches {
+        for c in batch {
             w.apply(c).unwrap();
         }
-        w.commit_in_background().unwrap();
+        if pipelined {
+            w.commit_in_background().unwrap();
+        } else {
+            w.commit().unwrap();
+        }
     }
     w.commit().unwrap();
 }
@@ -255,4 +269,74 @@ fn hosts_and_root_domains_crossing_the_row_bound_gain_and_lose_their_rows() {
     };
     assert_eq!(out_domains(&pipelined, "early3.com"), 0);
     assert_eq!(out_domains(&pipelined, "hot3.com"), 1);
+}
+
+/// A host and its root domain grow past the bound in a batch still being written when the
+/// next batches change them: re-crawls that drop, change or keep their links, new links, and
+/// then so many that they grow too far to be settled from their records again. Every
+/// row is as if each batch had waited for the one before, or all came in one.
+#[test]
+fn items_grown_past_the_bound_by_the_batch_in_flight_keep_exact_rows() {
+    let tmp = tempfile::tempdir().unwrap();
+    let address = |net: u8, i: usize| Some(std::net::Ipv4Addr::new(192, 168, net, i as u8).into());
+    let mut first = site_pages("a", 70, 0);
+    for (i, page) in first.iter_mut().enumerate() {
+        page.ip = address(0, i);
+    }
+    // Re-crawled from new addresses: `a15`'s old one goes with its record's change.
+    let mut second: Vec<PageCrawl> = first[..20]
+        .iter()
+        .enumerate()
+        .map(|(i, page)| {
+            let target = if i < 10 {
+                "http://elsewhere.net/"
+            } else {
+                "http://www.t.org/p1"
+            };
+            PageCrawl {
+                fetched_at: T0 + DAY,
+                ip: address(1, i),
+                outcome: CrawlOutcome::Html {
+                    links: vec![OutLink {
+                        target: target.into(),
+                        anchor_text: format!("changed {i}"),
+                        ..Default::default()
+                    }],
+                },
+                ..page.clone()
+            }
+        })
+        .collect();
+    // Seen again, unchanged.
+    second.extend(first[20..30].iter().map(|page| PageCrawl {
+        fetched_at: T0 + DAY,
+        ..page.clone()
+    }));
+    second.extend(site_pages("b", 20, 1));
+    let third = site_pages("c", 200, 2);
+    let batches = [&first[..], &second[..], &third[..]];
+    const { assert!(70 > MEMBER_ROWS_ABOVE && 290 > 4 * MEMBER_ROWS_ABOVE) };
+
+    let pipelined = open(&tmp.path().join("pipelined"));
+    apply_batches(&pipelined, batches, true);
+    let waited = open(&tmp.path().join("waited"));
+    apply_batches(&waited, batches, false);
+    let whole = open(&tmp.path().join("whole"));
+    let all: Vec<PageCrawl> = batches.concat();
+    apply(&whole, &all, all.len());
+    let rows = all_rows(&whole);
+    assert_eq!(all_rows(&waited), rows);
+    assert_eq!(all_rows(&pipelined), rows);
+
+    let (www, domain) = (Item::host("www.t.org"), Item::domain("t.org"));
+    assert!(item_member_rows(&whole, &www) > 0);
+    let read = whole.read();
+    let c = read.counters(&www).unwrap().unwrap();
+    // 290 pages: ten dropped their links, nine moved theirs to `p1` (the tenth had it
+    // there already), with `changed` texts.
+    assert_eq!((c.ext_backlinks, c.deleted_links), (299, 19));
+    assert_eq!((c.ref_domains, c.ref_domains_live), (290, 280));
+    assert_eq!(c.anchor_texts, 5 + 10);
+    assert_eq!(c.ref_ips, 70 - 1 + 10 + 200);
+    assert_eq!(views_of(&pipelined, &domain), views_of(&whole, &domain));
 }

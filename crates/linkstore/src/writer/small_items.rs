@@ -13,10 +13,18 @@
 //! links to a small root domain appear or end. An item that grows past the bound gets
 //! all its rows from those records; a large one that drops to it loses them all (range
 //! deletions, last in the write batch).
+//!
+//! The next batch cannot read the rows of an item that grew while that write is under
+//! way, so it settles the item the same way (**grown**), replacing the rows its stored
+//! records give with those after it, until the item passes [`GROWN_SETTLED_UP_TO`]
+//! backlinks: only then does it wait for the write, and class the item large. Waiting
+//! each time held the applying thread idle for about a sixth of a 2.12M-link round
+//! (`docs/benchmarks.md`, "Grown items settled again").
 
 use super::linked_hosts::domain_at_host;
 use super::{BatchRows, HashMap, Op, SortedBatch, Writer};
 use crate::aggregate::Counters;
+use crate::build::item_rows::Row;
 use crate::build::Table;
 use crate::error::Result;
 use crate::item::{Item, Level};
@@ -37,18 +45,31 @@ pub(super) enum SizeClass {
     /// `before` backlinks, at most [`MEMBER_ROWS_ABOVE`]: its member contributions are
     /// skipped, and worked out when the batch is written.
     Small { before: i64 },
+    /// `before` backlinks, past the bound but at most [`GROWN_SETTLED_UP_TO`], after the
+    /// batch in flight, which took the item past the bound (or found it so) and writes
+    /// its member rows: settled like a small item, its rows replaced, so that this batch
+    /// need not wait for that write to read them.
+    Grown { before: i64 },
     /// More: its rows are read and written one by one.
     Large,
 }
 
+/// The most backlinks an item that grew past the bound in the batch in flight may have
+/// for the next batch to settle it ([`SizeClass::Grown`]) rather than wait for that
+/// batch's write: settling reads all its records, twice.
+const GROWN_SETTLED_UP_TO: i64 = 4 * MEMBER_ROWS_ABOVE;
+
 /// An item's backlink count after a batch, as the next batch sees it while that one is
 /// being written.
 enum ItemSize {
+    /// At most the bound.
     Exact(i64),
+    /// Past the bound, its member rows written by the batch's settling.
+    Grown(i64),
     /// Past the bound before and after.
     Large,
-    /// Not known until the batch is in the store: it may cross the bound, and its rows be
-    /// written or removed there.
+    /// Not known until the batch is in the store: it may drop to the bound, and its rows
+    /// be removed there; or it grew too far to be settled again.
     Unsettled,
 }
 
@@ -67,17 +88,15 @@ impl Writer<'_> {
         }
     }
 
-    /// Whether the member contributions of `item_key` are skipped: a small item's.
+    /// Whether the member contributions of `item_key` are skipped: those of an item the
+    /// batch settles.
     pub(super) fn skips_member_views(&self, item_key: &[u8]) -> bool {
-        matches!(
-            self.rows.size_classes.get(item_key),
-            Some(SizeClass::Small { .. })
-        )
+        self.rows.settles(item_key)
     }
 
     /// Classes the items whose views `pending` changes and this batch has not met: by
-    /// the batch in flight when it met them (waiting for its write when it may move one
-    /// across the bound), else by their stored `ext_backlinks` counters, read in one
+    /// the batch in flight when it met them (waiting for its write when it may take one
+    /// down to the bound, or too far past it), else by their stored `ext_backlinks` counters, read in one
     /// multi-get (a batch in flight that did not meet an item did not change them: every
     /// backlink of an item brings it a referring-domain contribution, but to a root
     /// domain that reads a host's views, which is never classed).
@@ -105,12 +124,13 @@ impl Writer<'_> {
         if unsettled {
             self.wait()?;
         }
-        let mut sizes: Vec<Option<i64>> = unmet
+        let mut classes: Vec<Option<SizeClass>> = unmet
             .iter()
             .map(
                 |k| match self.in_flight_rows().and_then(|rows| rows.item_size(k)) {
-                    Some(ItemSize::Exact(n)) => Some(n),
-                    Some(ItemSize::Large) => Some(MEMBER_ROWS_ABOVE + 1),
+                    Some(ItemSize::Exact(before)) => Some(SizeClass::Small { before }),
+                    Some(ItemSize::Grown(before)) => Some(SizeClass::Grown { before }),
+                    Some(ItemSize::Large) => Some(SizeClass::Large),
                     // Waited for above: the store has it now.
                     Some(ItemSize::Unsettled) | None => None,
                 },
@@ -118,24 +138,23 @@ impl Writer<'_> {
             .collect();
         let unread: Vec<&[u8]> = unmet
             .iter()
-            .zip(&sizes)
-            .filter(|(_, n)| n.is_none())
+            .zip(&classes)
+            .filter(|(_, class)| class.is_none())
             .map(|(k, _)| *k)
             .collect();
         let mut stored = stored_backlinks(&self.store.db, &unread)?.into_iter();
-        for n in sizes.iter_mut().filter(|n| n.is_none()) {
-            *n = stored.next();
-        }
-        let mut classes = Vec::with_capacity(unmet.len());
-        for (item_key, before) in unmet.into_iter().zip(sizes) {
-            let before = before.unwrap_or_default();
-            let class = if before <= MEMBER_ROWS_ABOVE {
+        for class in classes.iter_mut().filter(|class| class.is_none()) {
+            let before = stored.next().unwrap_or_default();
+            *class = Some(if before <= MEMBER_ROWS_ABOVE {
                 SizeClass::Small { before }
             } else {
                 SizeClass::Large
-            };
-            classes.push((item_key.to_vec(), class));
+            });
         }
+        let classes = unmet
+            .into_iter()
+            .zip(classes)
+            .filter_map(|(item_key, class)| Some((item_key.to_vec(), class?)));
         self.rows.size_classes.extend(classes);
         Ok(())
     }
@@ -167,6 +186,8 @@ struct SmallItem<'b> {
     item: Item,
     hash: u64,
     before: i64,
+    /// Whether its member rows are in the store ([`SizeClass::Grown`]): replaced.
+    grown: bool,
     /// The root domain whose counters move with this host's ([`domain_at_host`]).
     domain_at_host: Option<Vec<u8>>,
 }
@@ -183,15 +204,26 @@ impl SmallItem<'_> {
 }
 
 impl BatchRows {
+    /// Whether this batch settles the views of `item_key` when it is written (a small or
+    /// grown item's).
+    pub(super) fn settles(&self, item_key: &[u8]) -> bool {
+        matches!(
+            self.size_classes.get(item_key),
+            Some(SizeClass::Small { .. } | SizeClass::Grown { .. })
+        )
+    }
+
     /// The backlink count of an item this batch classed, after the batch.
     fn item_size(&self, item_key: &[u8]) -> Option<ItemSize> {
         let moved = self.counters.get(item_key).map_or(0, |c| c.ext_backlinks);
         Some(match self.size_classes.get(item_key)? {
-            SizeClass::Small { before, .. } if before + moved <= MEMBER_ROWS_ABOVE => {
-                ItemSize::Exact(before + moved)
-            }
+            SizeClass::Small { before } | SizeClass::Grown { before } => match before + moved {
+                n if n <= MEMBER_ROWS_ABOVE => ItemSize::Exact(n),
+                n if n <= GROWN_SETTLED_UP_TO => ItemSize::Grown(n),
+                _ => ItemSize::Unsettled,
+            },
             SizeClass::Large if moved >= 0 => ItemSize::Large,
-            _ => ItemSize::Unsettled,
+            SizeClass::Large => ItemSize::Unsettled,
         })
     }
 
@@ -210,14 +242,15 @@ impl BatchRows {
         let mut small: Vec<SmallItem<'_>> = Vec::new();
         let mut large: Vec<&[u8]> = Vec::new();
         for (item_key, class) in &self.size_classes {
-            match class {
-                SizeClass::Small { before } => {
+            match *class {
+                SizeClass::Small { before } | SizeClass::Grown { before } => {
                     let item = item_of_key(item_key)?;
                     small.push(SmallItem {
                         item_key,
                         hash: hasher.hash(item.level, &item.name),
                         item,
-                        before: *before,
+                        before,
+                        grown: matches!(class, SizeClass::Grown { .. }),
                         domain_at_host: domain_at_host(self, hasher, item_key),
                     });
                 }
@@ -277,6 +310,17 @@ impl BatchRows {
                     member_counters(records.after.iter().map(|r| r.facts)),
                 )
             };
+            let mut rows = member_table_rows(rows);
+            if s.grown {
+                // The rows the store holds are those its records before the batch give.
+                let decoded = records
+                    .before
+                    .iter()
+                    .map(|r| LinkRecord::decode(r.record))
+                    .collect::<Result<Vec<_>>>()?;
+                let (stored, _) = item_views(&s.item, &decoded, hasher, true);
+                rows = replace_rows(&mut out, member_table_rows(stored), rows);
+            }
             let delta = member_counter_moves(&before, &after);
             if delta != Counters::default() {
                 out.merge(&CountersKey(s.item_key), &delta);
@@ -293,7 +337,7 @@ impl BatchRows {
                     }
                 }
             }
-            added.extend(rows.into_iter().filter(|(t, ..)| MEMBER_TABLES.contains(t)));
+            added.extend(rows);
             settled.push(s.item_key.to_vec());
             settled.extend(s.domain_at_host.iter().cloned());
         }
@@ -423,9 +467,10 @@ struct ItemRows<'a> {
     item: &'a Item,
     /// The rows as the batch leaves them, in key order.
     after: Vec<Located<'a>>,
-    /// The stored rows the batch wrote (their records' facts before it), kept only for
-    /// an item that moves out-domain counters ([`SmallItem::out_domain_item`]).
-    touched_before: Vec<Located<'a>>,
+    /// Stored rows: all of a grown item's (its member rows are replaced), and those the
+    /// batch wrote of an item that moves out-domain counters
+    /// ([`SmallItem::out_domain_item`]).
+    before: Vec<Located<'a>>,
 }
 
 impl<'a> ItemRows<'a> {
@@ -462,10 +507,10 @@ impl<'a> ItemRows<'a> {
                 Op::Merge(_) => {}
             }
         }
-        let mut touched_before = Vec::new();
-        if s.out_domain_item().is_some() {
+        let mut before = Vec::new();
+        if s.grown || s.out_domain_item().is_some() {
             for (key, value) in stored.iter() {
-                touched_before.extend(locate(key, value)?.filter(|row| row.touched));
+                before.extend(locate(key, value)?.filter(|row| s.grown || row.touched));
             }
         }
         let after = after
@@ -475,11 +520,11 @@ impl<'a> ItemRows<'a> {
         Ok(ItemRows {
             item: &s.item,
             after,
-            touched_before,
+            before,
         })
     }
 
-    /// The item's records after the batch, and the stored ones of the rows it wrote,
+    /// The item's records after the batch, and the stored ones of [`ItemRows::before`],
     /// with their facts; records of other items (colliding hashes) left out.
     fn records<'r>(
         &'r self,
@@ -498,21 +543,25 @@ impl<'a> ItemRows<'a> {
             };
             let facts = MemberFacts::read(record)?;
             if self.item.contains_url(facts.target_url) {
-                out.after.push(AfterRecord {
+                out.after.push(ItemRecord {
                     record,
                     facts,
                     touched: row.touched,
                 });
             }
         }
-        for row in &self.touched_before {
+        for row in &self.before {
             let record = match &row.at {
                 RecordAt::Here(record) => record,
                 RecordAt::UrlRow(key) => url_rows.get(key)?,
             };
             let facts = MemberFacts::read(record)?;
             if self.item.contains_url(facts.target_url) {
-                out.touched_before.push(facts);
+                out.before.push(ItemRecord {
+                    record,
+                    facts,
+                    touched: row.touched,
+                });
             }
         }
         Ok(out)
@@ -540,7 +589,7 @@ impl<'d> StoredUrlRows<'d> {
         for rows in items {
             let after = rows.after.iter().filter_map(url_row);
             keys.extend(after.filter(|key| !writes.wrote(key)));
-            keys.extend(rows.touched_before.iter().filter_map(url_row));
+            keys.extend(rows.before.iter().filter_map(url_row));
         }
         keys.sort_unstable();
         keys.dedup();
@@ -560,20 +609,20 @@ impl<'d> StoredUrlRows<'d> {
     }
 }
 
-/// A small item's backlink record after the batch.
-struct AfterRecord<'a> {
+/// One of a small item's backlink records.
+struct ItemRecord<'a> {
     record: &'a [u8],
     facts: MemberFacts<'a>,
     /// Whether the batch wrote it (its row, or the URL row a pointer names).
     touched: bool,
 }
 
-/// An item's backlink records after the batch, and (for an item that moves out-domain
-/// counters: [`SmallItem::out_domain_item`]) the stored facts of those the batch wrote.
+/// An item's backlink records after the batch, and those of [`ItemRows::before`] as
+/// stored.
 #[derive(Default)]
 struct ItemRecords<'a> {
-    after: Vec<AfterRecord<'a>>,
-    touched_before: Vec<MemberFacts<'a>>,
+    after: Vec<ItemRecord<'a>>,
+    before: Vec<ItemRecord<'a>>,
 }
 
 /// How the live links of each referring domain move across the batch (+1 for a domain
@@ -599,7 +648,7 @@ fn live_domain_moves<'r>(records: &ItemRecords<'r>) -> Vec<(&'r str, i64)> {
     };
     let kept = live_domains(after(false));
     let added = live_domains(after(true));
-    let removed = live_domains(records.touched_before.iter().copied());
+    let removed = live_domains(records.before.iter().filter(|r| r.touched).map(|r| r.facts));
     let mut moves: BTreeMap<&str, i64> = BTreeMap::new();
     for d in added.iter().filter(|d| kept.binary_search(d).is_err()) {
         *moves.entry(d).or_default() += 1;
@@ -608,6 +657,34 @@ fn live_domain_moves<'r>(records: &ItemRecords<'r>) -> Vec<(&'r str, i64)> {
         *moves.entry(d).or_default() -= 1;
     }
     moves.into_iter().filter(|&(_, n)| n != 0).collect()
+}
+
+/// The rows of `rows` in member tables.
+fn member_table_rows(rows: Vec<Row>) -> Vec<Row> {
+    rows.into_iter()
+        .filter(|(table, ..)| MEMBER_TABLES.contains(table))
+        .collect()
+}
+
+/// Deletes from `out` the `stored` rows that `rows` leaves out, and hands back those of
+/// `rows` that are new or changed: the writes that turn an item's stored member rows
+/// into `rows`.
+fn replace_rows(out: &mut SortedBatch, stored: Vec<Row>, rows: Vec<Row>) -> Vec<Row> {
+    let mut stored: HashMap<(Table, Vec<u8>), Vec<u8>> = stored
+        .into_iter()
+        .map(|(table, key, value)| ((table, key), value))
+        .collect();
+    let mut changed = Vec::new();
+    for (table, key, value) in rows {
+        let at = (table, key);
+        if stored.remove(&at).is_none_or(|old| old != value) {
+            changed.push((at.0, at.1, value));
+        }
+    }
+    for ((table, key), _) in stored {
+        out.push(table, key, Op::Delete);
+    }
+    changed
 }
 
 /// What settling a batch's small items adds to it.
