@@ -222,6 +222,24 @@ pub fn flow_link(record: &[u8]) -> Result<FlowLink<'_>> {
     })
 }
 
+/// Reads an encoded record's fields before its flows, checking them as
+/// [`LinkRecord::decode`] does: its flags.
+fn read_up_to_flows(r: &mut Reader<'_>) -> Result<u16> {
+    r.version(RECORD_VERSION)?;
+    let flags = r.u16()?;
+    LinkKind::from_u8(r.u8()?)?;
+    for _ in 0..4 {
+        r.u32v()?; // redirect status, first seen, last seen, date lost
+    }
+    LostReason::from_u8(r.u8()?)?;
+    Ok(flags)
+}
+
+/// A text field of an encoded record, borrowed.
+fn read_text<'a>(r: &mut Reader<'a>) -> Result<&'a str> {
+    std::str::from_utf8(r.bytes()?).map_err(|_| Error::corrupt("links", "string is not UTF-8"))
+}
+
 /// What a backlink record gives its target item's member views (referring domain, live
 /// or not, address, anchor text), borrowed from the record: read from an encoded one
 /// without decoding the history, out-link counts and topics after them, or taken from a
@@ -241,19 +259,11 @@ impl<'a> MemberFacts<'a> {
     /// [`LinkRecord::decode`] does.
     pub(crate) fn read(buf: &'a [u8]) -> Result<MemberFacts<'a>> {
         let mut r = Reader::new(buf, "links");
-        r.version(RECORD_VERSION)?;
-        let flags = r.u16()?;
-        LinkKind::from_u8(r.u8()?)?;
-        for _ in 0..4 {
-            r.u32v()?; // redirect status, first seen, last seen, date lost
-        }
-        LostReason::from_u8(r.u8()?)?;
+        let flags = read_up_to_flows(&mut r)?;
         r.take(4)?; // flows
-        let mut text = || {
-            std::str::from_utf8(r.bytes()?)
-                .map_err(|_| Error::corrupt("links", "string is not UTF-8"))
-        };
-        let (source_url, target_url, anchor_text) = (text()?, text()?, text()?);
+        let source_url = read_text(&mut r)?;
+        let target_url = read_text(&mut r)?;
+        let anchor_text = read_text(&mut r)?;
         r.bytes()?; // ALT text
         Ok(MemberFacts {
             source_url,
@@ -283,21 +293,11 @@ impl<'a> FlowSlots<'a> {
     /// topics included.
     pub(crate) fn find(buf: &'a [u8]) -> Result<FlowSlots<'a>> {
         let mut r = Reader::new(buf, "links");
-        r.version(RECORD_VERSION)?;
-        let flags = r.u16()?;
-        LinkKind::from_u8(r.u8()?)?;
-        for _ in 0..4 {
-            r.u32v()?; // redirect status, first seen, last seen, date lost
-        }
-        LostReason::from_u8(r.u8()?)?;
+        let flags = read_up_to_flows(&mut r)?;
         let flows_at = buf.len() - r.remaining();
         r.take(4)?;
-        let url = |r: &mut Reader<'a>| {
-            std::str::from_utf8(r.bytes()?)
-                .map_err(|_| Error::corrupt("links", "string is not UTF-8"))
-        };
-        let source_url = url(&mut r)?;
-        let target_url = url(&mut r)?;
+        let source_url = read_text(&mut r)?;
+        let target_url = read_text(&mut r)?;
         r.bytes()?; // anchor text
         r.bytes()?; // ALT text
         r.ip()?;

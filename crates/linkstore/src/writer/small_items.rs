@@ -541,30 +541,34 @@ impl<'a> ItemRows<'a> {
                     None => url_rows.get(key)?,
                 },
             };
-            let facts = MemberFacts::read(record)?;
-            if self.item.contains_url(facts.target_url) {
-                out.after.push(ItemRecord {
-                    record,
-                    facts,
-                    touched: row.touched,
-                });
-            }
+            self.keep(&mut out.after, record, row.touched)?;
         }
         for row in &self.before {
             let record = match &row.at {
                 RecordAt::Here(record) => record,
                 RecordAt::UrlRow(key) => url_rows.get(key)?,
             };
-            let facts = MemberFacts::read(record)?;
-            if self.item.contains_url(facts.target_url) {
-                out.before.push(ItemRecord {
-                    record,
-                    facts,
-                    touched: row.touched,
-                });
-            }
+            self.keep(&mut out.before, record, row.touched)?;
         }
         Ok(out)
+    }
+
+    /// Adds `record` to `records` if it is the item's.
+    fn keep<'r>(
+        &self,
+        records: &mut Vec<ItemRecord<'r>>,
+        record: &'r [u8],
+        touched: bool,
+    ) -> Result<()> {
+        let facts = MemberFacts::read(record)?;
+        if self.item.contains_url(facts.target_url) {
+            records.push(ItemRecord {
+                record,
+                facts,
+                touched,
+            });
+        }
+        Ok(())
     }
 }
 
