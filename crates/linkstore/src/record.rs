@@ -255,8 +255,8 @@ pub(crate) struct MemberFacts<'a> {
 }
 
 impl<'a> MemberFacts<'a> {
-    /// Reads the facts of the encoded record `buf`, checking what it reads as
-    /// [`LinkRecord::decode`] does.
+    /// Reads the facts of the encoded record `buf`, checking the fields up to its address
+    /// as [`LinkRecord::decode`] does (the rest, history to topics, is not read).
     pub(crate) fn read(buf: &'a [u8]) -> Result<MemberFacts<'a>> {
         let mut r = Reader::new(buf, "links");
         let flags = read_up_to_flows(&mut r)?;

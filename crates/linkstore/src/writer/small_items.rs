@@ -96,10 +96,11 @@ impl Writer<'_> {
 
     /// Classes the items whose views `pending` changes and this batch has not met: by
     /// the batch in flight when it met them (waiting for its write when it may take one
-    /// down to the bound, or too far past it), else by their stored `ext_backlinks` counters, read in one
-    /// multi-get (a batch in flight that did not meet an item did not change them: every
-    /// backlink of an item brings it a referring-domain contribution, but to a root
-    /// domain that reads a host's views, which is never classed).
+    /// down to the bound, or too far past it), else by their stored `ext_backlinks`
+    /// counters, read in one multi-get (a batch in flight that did not meet an item did
+    /// not change them: every backlink of an item brings it a referring-domain
+    /// contribution, but to a root domain that reads a host's views, which is never
+    /// classed).
     pub(super) fn class_items(&mut self, pending: &[Contribution]) -> Result<()> {
         let mut unmet: Vec<&[u8]> = pending
             .iter()
@@ -311,8 +312,9 @@ impl BatchRows {
                 )
             };
             let mut rows = member_table_rows(rows);
-            if s.grown {
-                // The rows the store holds are those its records before the batch give.
+            // The rows the store holds are those its records before the batch give, as
+            // the batch that wrote them gave them: only past the bound.
+            if s.grown && records.before.len() as i64 > MEMBER_ROWS_ABOVE {
                 let decoded = records
                     .before
                     .iter()
