@@ -381,7 +381,6 @@ enum Summing {
 /// Reduces groups of equal keys into final rows (see the module documentation).
 pub struct Reducer {
     hasher: ItemHasher,
-    contributions: Vec<Contribution>,
     /// See [`Summing`].
     sum: ContributionSum,
     summing: Option<Summing>,
@@ -536,7 +535,6 @@ impl Reducer {
     pub fn new(hash_bits: u8, item_budget: usize, writer_rows: bool) -> Reducer {
         Reducer {
             hasher: ItemHasher::new(hash_bits),
-            contributions: Vec::new(),
             sum: ContributionSum::with_budget(item_budget),
             summing: None,
             stage: 0,
@@ -617,10 +615,8 @@ impl Reducer {
             .into_iter()
             .zip(serves)
             .filter_map(|(item, serves)| serves.then_some(item));
-        target_contributions(&rec, 1, items, &self.hasher, &mut self.contributions);
-        for c in self.contributions.drain(..) {
-            self.sum.add(c, emit);
-        }
+        target_contributions(&rec, 1, items, &self.hasher, &mut self.sum);
+        self.sum.flush_if_full(emit);
         Ok(if at_host {
             BacklinkRow::Left
         } else {

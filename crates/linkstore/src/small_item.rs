@@ -11,7 +11,7 @@
 //! depends only on its `ext_backlinks` counter, whichever write path wrote it; counters
 //! (referring domains, addresses, subnets, anchor texts) are kept for every item.
 
-use crate::aggregate::Counters;
+use crate::aggregate::{AnchorText, Counters, RefDomain, TimelineDelta};
 use crate::build::item_rows::{item_rows, MemberRows, Row};
 use crate::build::ContributionSum;
 use crate::build::Table;
@@ -21,7 +21,7 @@ use crate::keys::{level_of_item_key, DistinctKind, ItemHasher};
 use crate::record::LinkRecord;
 use crate::store::prefix_successor;
 use crate::table::{CountersKey, TableKey};
-use crate::views::{target_contributions, Contribution};
+use crate::views::{target_contributions, ViewSink};
 
 /// URLs, hosts and root domains with at most this many backlinks (deleted ones
 /// included) keep no rows in `refdomains`, `anchors` or `distinct` (kinds 1 and 3).
@@ -107,20 +107,8 @@ pub(crate) fn item_views<'r>(
 ) -> (Vec<Row>, Counters) {
     // The records are in memory already: no budget to flush at.
     let mut sum = ContributionSum::with_budget(usize::MAX);
-    let mut contributions = Vec::new();
-    let mut unused = |_: Table, _: Vec<u8>, _: Vec<u8>| {};
     for rec in records {
-        target_contributions(rec, 1, [item.clone()], hasher, &mut contributions);
-        for c in contributions.drain(..) {
-            if matches!(
-                c,
-                Contribution::RefDomain { .. }
-                    | Contribution::Anchor { .. }
-                    | Contribution::Distinct { .. }
-            ) {
-                sum.add(c, &mut unused);
-            }
-        }
+        target_contributions(rec, 1, [item.clone()], hasher, &mut MemberShares(&mut sum));
     }
     let (mut rows, mut counters) = (Vec::new(), Counters::default());
     let item_key = hasher.item_key(item);
@@ -141,6 +129,28 @@ pub(crate) fn item_views<'r>(
     };
     sum.drain_items(&mut |item_sum| item_rows(item_sum, hasher, keep, &mut rows, &mut fed));
     (rows, counters)
+}
+
+/// A link's shares of an item's referring-domain, anchor-text and distinct rows, summed;
+/// its counters and timeline shares are not what [`item_views`] works out.
+struct MemberShares<'a>(&'a mut ContributionSum);
+
+impl ViewSink for MemberShares<'_> {
+    fn counters(&mut self, _: &[u8], _: Counters) {}
+
+    fn distinct(&mut self, item_key: &[u8], kind: DistinctKind, member: &str, sign: i64) {
+        self.0.distinct(item_key, kind, member, sign);
+    }
+
+    fn ref_domain(&mut self, item_key: &[u8], domain: &str, share: RefDomain) {
+        self.0.ref_domain(item_key, domain, share);
+    }
+
+    fn anchor(&mut self, item_key: &[u8], text: &str, share: AnchorText) {
+        self.0.anchor(item_key, text, share);
+    }
+
+    fn timeline(&mut self, _: &[u8], _: u32, _: TimelineDelta) {}
 }
 
 #[cfg(test)]

@@ -4,7 +4,9 @@
 //! applies each contribution to the rows it reads (and derives distinct and
 //! referring-domain counters from their before/after values); the bulk builder encodes
 //! them as rows ([`crate::build`]), sorts them and reduces equal keys. Keeping one source
-//! of contributions is what makes the two paths give the same views.
+//! of contributions is what makes the two paths give the same views. A link's share of
+//! its target items' views ([`target_contributions`]) goes to a [`ViewSink`], so that a
+//! sum can take it without a list of owned contributions in between.
 
 use crate::aggregate::{accumulate, AnchorText, Counters, RefDomain, TimelineDelta};
 use crate::item::{host_of, root_domain, Item, Level};
@@ -195,16 +197,70 @@ fn backlink_counters(rec: &LinkRecord, source_domain: &str, sign: i64) -> Counte
     delta
 }
 
+/// Where an external link's share of its target items' views goes
+/// ([`target_contributions`]). Members are lent: a sink that already holds a member
+/// folds the share in without copying it.
+pub(crate) trait ViewSink {
+    fn counters(&mut self, item_key: &[u8], delta: Counters);
+    fn distinct(&mut self, item_key: &[u8], kind: DistinctKind, member: &str, sign: i64);
+    fn ref_domain(&mut self, item_key: &[u8], domain: &str, share: RefDomain);
+    fn anchor(&mut self, item_key: &[u8], text: &str, share: AnchorText);
+    fn timeline(&mut self, item_key: &[u8], day: u32, delta: TimelineDelta);
+}
+
+/// The shares as owned contributions, in the order [`target_contributions`] gives them.
+impl ViewSink for Vec<Contribution> {
+    fn counters(&mut self, item_key: &[u8], delta: Counters) {
+        self.push(Contribution::Counters {
+            item_key: item_key.to_vec(),
+            delta,
+        });
+    }
+
+    fn distinct(&mut self, item_key: &[u8], kind: DistinctKind, member: &str, sign: i64) {
+        self.push(Contribution::Distinct {
+            item_key: item_key.to_vec(),
+            kind,
+            member: member.to_string(),
+            sign,
+        });
+    }
+
+    fn ref_domain(&mut self, item_key: &[u8], domain: &str, share: RefDomain) {
+        self.push(Contribution::RefDomain {
+            item_key: item_key.to_vec(),
+            domain: domain.to_string(),
+            share,
+        });
+    }
+
+    fn anchor(&mut self, item_key: &[u8], text: &str, share: AnchorText) {
+        self.push(Contribution::Anchor {
+            item_key: item_key.to_vec(),
+            text: text.to_string(),
+            share,
+        });
+    }
+
+    fn timeline(&mut self, item_key: &[u8], day: u32, delta: TimelineDelta) {
+        self.push(Contribution::Timeline {
+            item_key: item_key.to_vec(),
+            day,
+            delta,
+        });
+    }
+}
+
 /// An external link's share of the views of each of `items` (levels of its target
 /// URL): referring domain, addresses and subnets, anchor text and its referring
 /// domains, found and lost days, counters. What depends on the link alone is worked out
 /// once for all the items.
-pub(crate) fn target_contributions(
+pub(crate) fn target_contributions<S: ViewSink + ?Sized>(
     rec: &LinkRecord,
     sign: i64,
     items: impl IntoIterator<Item = Item>,
     hasher: &ItemHasher,
-    out: &mut Vec<Contribution>,
+    out: &mut S,
 ) {
     let source_domain = domain_of_url(&rec.source_url);
     let delta = backlink_counters(rec, source_domain, sign);
@@ -215,48 +271,26 @@ pub(crate) fn target_contributions(
     let ip = rec.source_ip.map(ip_member);
     for item in items {
         let item_key = hasher.item_key(&item);
-        out.push(Contribution::RefDomain {
-            item_key: item_key.clone(),
-            domain: source_domain.to_string(),
-            share: ref_domain_share(rec, sign),
-        });
+        out.ref_domain(&item_key, source_domain, ref_domain_share(rec, sign));
         // Subnets are counted from the addresses' rows (`subnet_of_member`).
-        let members = ip
-            .iter()
-            .map(|ip| (DistinctKind::RefIp, ip))
-            .chain([(DistinctKind::AnchorDomain, &anchor_domain)]);
-        for (kind, member) in members {
-            out.push(Contribution::Distinct {
-                item_key: item_key.clone(),
-                kind,
-                member: member.clone(),
-                sign,
-            });
+        if let Some(ip) = &ip {
+            out.distinct(&item_key, DistinctKind::RefIp, ip, sign);
         }
-        out.push(Contribution::Anchor {
-            item_key: item_key.clone(),
-            text: anchor.clone(),
-            share: anchor_share(rec, sign),
-        });
-        out.push(Contribution::Timeline {
-            item_key: item_key.clone(),
-            day: rec.first_seen,
-            delta: TimelineDelta {
-                found: sign,
-                lost: 0,
-            },
-        });
+        out.distinct(&item_key, DistinctKind::AnchorDomain, &anchor_domain, sign);
+        out.anchor(&item_key, &anchor, anchor_share(rec, sign));
+        let found = TimelineDelta {
+            found: sign,
+            lost: 0,
+        };
+        out.timeline(&item_key, rec.first_seen, found);
         if rec.is_deleted() {
-            out.push(Contribution::Timeline {
-                item_key: item_key.clone(),
-                day: rec.date_lost,
-                delta: TimelineDelta {
-                    found: 0,
-                    lost: sign,
-                },
-            });
+            let lost = TimelineDelta {
+                found: 0,
+                lost: sign,
+            };
+            out.timeline(&item_key, rec.date_lost, lost);
         }
-        out.push(Contribution::Counters { item_key, delta });
+        out.counters(&item_key, delta);
     }
 }
 

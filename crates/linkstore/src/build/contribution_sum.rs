@@ -21,9 +21,7 @@ use crate::table::{
     row, AnchorKey, BacklinkKey, BuiltKey, Count, CountersKey, DistinctKey, Empty, RefDomainKey,
     TableKey, TimelineKey,
 };
-use crate::views::Contribution;
-use std::collections::hash_map::Entry;
-use std::hash::Hash;
+use crate::views::{Contribution, ViewSink};
 
 pub(super) type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
@@ -39,7 +37,7 @@ const MEMBER_OVERHEAD: usize = 64;
 pub(crate) struct ItemSum {
     pub(super) key: Vec<u8>,
     pub(super) counters: Option<Counters>,
-    pub(super) distinct: HashMap<(DistinctKind, String), i64>,
+    pub(super) distinct: DistinctSums,
     pub(super) ref_domains: HashMap<String, RefDomain>,
     pub(super) anchors: HashMap<String, AnchorText>,
     /// Few days per item: a build's links were mostly found on a few crawl days.
@@ -52,7 +50,7 @@ impl ItemSum {
         if let Some(delta) = self.counters.take() {
             emit_row(emit, &CountersKey(item_key), &delta);
         }
-        for ((kind, member), n) in self.distinct.drain() {
+        for (kind, member, n) in self.distinct.drain() {
             let key = DistinctKey {
                 item_key,
                 kind,
@@ -82,9 +80,47 @@ impl ItemSum {
 
     /// Lets go of the room a hot item's maps grew to (call once they are drained).
     pub(super) fn shrink(&mut self) {
-        shrink_after_hot_item(&mut self.distinct);
+        shrink_after_hot_item(&mut self.distinct.counts);
         shrink_after_hot_item(&mut self.ref_domains);
         shrink_after_hot_item(&mut self.anchors);
+    }
+}
+
+/// An item's distinct members and their reference counts, one map for every kind: a
+/// key is the kind's byte, then the member, so that a member already counted is found
+/// without making a key of it.
+#[derive(Default)]
+pub(crate) struct DistinctSums {
+    counts: HashMap<String, i64>,
+    /// The key being looked up.
+    key: String,
+}
+
+impl DistinctSums {
+    /// Adds `n` references to `member`; true when it is new.
+    fn add(&mut self, kind: DistinctKind, member: &str, n: i64) -> bool {
+        self.key.clear();
+        self.key.push(char::from(kind as u8));
+        self.key.push_str(member);
+        match self.counts.get_mut(self.key.as_str()) {
+            Some(count) => {
+                *count += n;
+                false
+            }
+            None => {
+                self.counts.insert(self.key.clone(), n);
+                true
+            }
+        }
+    }
+
+    /// Every member with its kind and count, in no order.
+    pub(super) fn drain(&mut self) -> impl Iterator<Item = (DistinctKind, String, i64)> + '_ {
+        self.counts.drain().map(|(mut key, n)| {
+            let kind = DistinctKind::from_u8(key.as_bytes()[0]).expect("keys start with a kind");
+            key.remove(0);
+            (kind, key, n)
+        })
     }
 }
 
@@ -100,20 +136,21 @@ fn shrink_after_hot_item<K, V>(map: &mut HashMap<K, V>) {
     }
 }
 
-/// Folds `share` into `member`'s row of `rows`; true when the row is new.
-fn fold_member<K: Hash + Eq, V>(
-    rows: &mut HashMap<K, V>,
-    member: K,
+/// Folds `share` into `member`'s row of `rows`, copying the member only when the row is
+/// new; true when it is.
+fn fold_member<V>(
+    rows: &mut HashMap<String, V>,
+    member: &str,
     share: V,
     fold: fn(&mut V, &V),
 ) -> bool {
-    match rows.entry(member) {
-        Entry::Occupied(mut row) => {
-            fold(row.get_mut(), &share);
+    match rows.get_mut(member) {
+        Some(row) => {
+            fold(row, &share);
             false
         }
-        Entry::Vacant(row) => {
-            row.insert(share);
+        None => {
+            rows.insert(member.to_string(), share);
             true
         }
     }
@@ -162,52 +199,28 @@ impl ContributionSum {
     /// once.
     pub(crate) fn add(&mut self, c: Contribution, emit: &mut Emit<'_>) {
         match c {
-            Contribution::Counters { item_key, delta } => self.add_counters(&item_key, &delta),
+            Contribution::Counters { item_key, delta } => self.counters(&item_key, delta),
             Contribution::Distinct {
                 item_key,
                 kind,
                 member,
                 sign,
-            } => {
-                let len = member.len();
-                let rows = &mut self.item(&item_key).distinct;
-                if fold_member(rows, (kind, member), sign, |n, s| *n += s) {
-                    self.bytes += len + MEMBER_OVERHEAD;
-                }
-            }
+            } => self.distinct(&item_key, kind, &member, sign),
             Contribution::RefDomain {
                 item_key,
                 domain,
                 share,
-            } => {
-                let len = domain.len();
-                let rows = &mut self.item(&item_key).ref_domains;
-                if fold_member(rows, domain, share, RefDomain::fold) {
-                    self.bytes += len + MEMBER_OVERHEAD;
-                }
-            }
+            } => self.ref_domain(&item_key, &domain, share),
             Contribution::Anchor {
                 item_key,
                 text,
                 share,
-            } => {
-                let len = text.len();
-                let rows = &mut self.item(&item_key).anchors;
-                if fold_member(rows, text, share, AnchorText::fold) {
-                    self.bytes += len + MEMBER_OVERHEAD;
-                }
-            }
+            } => self.anchor(&item_key, &text, share),
             Contribution::Timeline {
                 item_key,
                 day,
                 delta,
-            } => {
-                let sum = self.item(&item_key);
-                match sum.timeline.iter_mut().find(|(d, _)| *d == day) {
-                    Some((_, acc)) => acc.fold(&delta),
-                    None => sum.timeline.push((day, delta)),
-                }
-            }
+            } => self.timeline(&item_key, day, delta),
             Contribution::Backlink { key, record, .. } => {
                 let record = record.expect("bulk builds only add records");
                 emit(BacklinkKey::TABLE, key.encode(), record.into_bytes());
@@ -217,9 +230,7 @@ impl ContributionSum {
                 emit(table, key, value);
             }
         }
-        if self.bytes >= self.budget {
-            self.flush_early(emit);
-        }
+        self.flush_if_full(emit);
     }
 
     /// Adds `n` references to a distinct member of an item.
@@ -231,12 +242,15 @@ impl ContributionSum {
         n: i64,
         emit: &mut Emit<'_>,
     ) {
-        let rows = &mut self.item(item_key).distinct;
-        if fold_member(rows, (kind, member.to_string()), n, |c, s| *c += s) {
-            self.bytes += member.len() + MEMBER_OVERHEAD;
-            if self.bytes >= self.budget {
-                self.flush_early(emit);
-            }
+        self.distinct(item_key, kind, member, n);
+        self.flush_if_full(emit);
+    }
+
+    /// Emits every summed row once the members held reach the budget (a caller that
+    /// feeds the sum as a [`ViewSink`] calls this after each link).
+    pub(crate) fn flush_if_full(&mut self, emit: &mut Emit<'_>) {
+        if self.bytes >= self.budget {
+            self.flush_early(emit);
         }
     }
 
@@ -266,17 +280,8 @@ impl ContributionSum {
             ref_domains: 1,
             ..Default::default()
         };
-        let anchors = &mut self.item(item_key).anchors;
-        match anchors.get_mut(text) {
-            Some(row) => row.fold(&share),
-            None => {
-                anchors.insert(text.to_string(), share);
-                self.bytes += text.len() + MEMBER_OVERHEAD;
-                if self.bytes >= self.budget {
-                    self.flush_early(emit);
-                }
-            }
-        }
+        self.anchor(item_key, text, share);
+        self.flush_if_full(emit);
     }
 
     /// Emits every summed row and starts over.
@@ -330,6 +335,41 @@ impl ContributionSum {
             }
         };
         &mut self.items[i]
+    }
+}
+
+/// Shares folded into the item sums; the caller flushes ([`ContributionSum::flush_if_full`]).
+impl ViewSink for ContributionSum {
+    fn counters(&mut self, item_key: &[u8], delta: Counters) {
+        self.add_counters(item_key, &delta);
+    }
+
+    fn distinct(&mut self, item_key: &[u8], kind: DistinctKind, member: &str, sign: i64) {
+        if self.item(item_key).distinct.add(kind, member, sign) {
+            self.bytes += member.len() + MEMBER_OVERHEAD;
+        }
+    }
+
+    fn ref_domain(&mut self, item_key: &[u8], domain: &str, share: RefDomain) {
+        let rows = &mut self.item(item_key).ref_domains;
+        if fold_member(rows, domain, share, RefDomain::fold) {
+            self.bytes += domain.len() + MEMBER_OVERHEAD;
+        }
+    }
+
+    fn anchor(&mut self, item_key: &[u8], text: &str, share: AnchorText) {
+        let rows = &mut self.item(item_key).anchors;
+        if fold_member(rows, text, share, AnchorText::fold) {
+            self.bytes += text.len() + MEMBER_OVERHEAD;
+        }
+    }
+
+    fn timeline(&mut self, item_key: &[u8], day: u32, delta: TimelineDelta) {
+        let sum = self.item(item_key);
+        match sum.timeline.iter_mut().find(|(d, _)| *d == day) {
+            Some((_, acc)) => acc.fold(&delta),
+            None => sum.timeline.push((day, delta)),
+        }
     }
 }
 

@@ -78,8 +78,8 @@ pub(crate) fn item_rows(
     let mut members: Vec<(Vec<u8>, DistinctKind, String, i64)> = sum
         .distinct
         .drain()
-        .filter(|(_, n)| *n > 0)
-        .map(|((kind, member), n)| {
+        .filter(|(_, _, n)| *n > 0)
+        .map(|(kind, member, n)| {
             let key = DistinctKey {
                 item_key,
                 kind,
