@@ -132,7 +132,8 @@ pub(crate) fn item_views<'r>(
 }
 
 /// A link's shares of an item's referring-domain, anchor-text and distinct rows, summed;
-/// its counters and timeline shares are not what [`item_views`] works out.
+/// its own counter and timeline shares are dropped ([`item_views`] gives only the
+/// counters those rows feed).
 struct MemberShares<'a>(&'a mut ContributionSum);
 
 impl ViewSink for MemberShares<'_> {
@@ -156,7 +157,6 @@ impl ViewSink for MemberShares<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::aggregate::{AnchorText, RefDomain};
     use crate::record::flags;
     use crate::views::{member_counters, member_rows};
 

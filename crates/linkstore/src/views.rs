@@ -1,12 +1,13 @@
-//! One link record's share of every view, as a list of typed contributions.
+//! One link record's share of every view, as typed contributions.
 //!
-//! Both write paths consume the same list: the incremental [`Writer`](crate::Writer)
-//! applies each contribution to the rows it reads (and derives distinct and
-//! referring-domain counters from their before/after values); the bulk builder encodes
-//! them as rows ([`crate::build`]), sorts them and reduces equal keys. Keeping one source
-//! of contributions is what makes the two paths give the same views. A link's share of
-//! its target items' views ([`target_contributions`]) goes to a [`ViewSink`], so that a
-//! sum can take it without a list of owned contributions in between.
+//! Both write paths take them from here: the incremental [`Writer`](crate::Writer) lists
+//! them and applies each to the rows it reads (and derives distinct and referring-domain
+//! counters from their before/after values); the bulk builder sums them per row and
+//! encodes the sums as rows ([`crate::build`]), which it sorts and reduces by key. Keeping
+//! one source of contributions is what makes the two paths give the same views. A link's
+//! share of its target items' views ([`target_contributions`]) goes to a [`ViewSink`]: the
+//! writer's is a list of owned contributions, a bulk build's sum folds the shares in with
+//! their members lent.
 
 use crate::aggregate::{accumulate, AnchorText, Counters, RefDomain, TimelineDelta};
 use crate::item::{host_of, root_domain, Item, Level};

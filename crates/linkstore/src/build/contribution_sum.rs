@@ -117,9 +117,10 @@ impl DistinctSums {
     /// Every member with its kind and count, in no order.
     pub(super) fn drain(&mut self) -> impl Iterator<Item = (DistinctKind, String, i64)> + '_ {
         self.counts.drain().map(|(mut key, n)| {
-            let kind = DistinctKind::from_u8(key.as_bytes()[0]).expect("keys start with a kind");
-            key.remove(0);
-            (kind, key, n)
+            let kind = u8::try_from(key.remove(0))
+                .ok()
+                .and_then(DistinctKind::from_u8);
+            (kind.expect("keys start with a kind"), key, n)
         })
     }
 }
@@ -297,8 +298,6 @@ impl ContributionSum {
         self.bytes = 0;
     }
 
-    /// Hands every item's sums to `f`, which must drain them (as [`ItemSum::emit`]
-    /// does: a sum is reused for the next items), and starts over.
     /// Whether an item whose sums were flushed keeps its `distinct`, `refdomains` and
     /// `anchors` rows: an item's backlinks are all summed in the first stage, so in later
     /// stages this is final.
@@ -307,6 +306,8 @@ impl ContributionSum {
         keeps_member_rows(item_key, backlinks.unwrap_or(0))
     }
 
+    /// Hands every item's sums to `f`, which must drain them (as [`ItemSum::emit`]
+    /// does: a sum is reused for the next items), and starts over.
     pub(crate) fn drain_items(&mut self, f: &mut dyn FnMut(&mut ItemSum)) {
         for sum in &mut self.items[..self.live] {
             f(sum);
@@ -389,6 +390,46 @@ mod tests {
             self.1 = self.0.next()?;
             Some(&self.1)
         }
+    }
+
+    /// Every kind and member, odd ones included, comes back out of the map as it went in,
+    /// with its references summed.
+    #[test]
+    fn distinct_sums_give_back_each_kind_and_member() {
+        let kinds = [
+            DistinctKind::RefIp,
+            DistinctKind::AnchorDomain,
+            DistinctKind::OutDomain,
+            DistinctKind::IpDomain,
+            DistinctKind::DomainIp,
+            DistinctKind::LinkedHost,
+        ];
+        let members = ["", "a.example", "a.example\u{1}text", "\u{1}", "Éé文字"];
+        let mut sums = DistinctSums::default();
+        for (i, &kind) in kinds.iter().enumerate() {
+            for (j, member) in members.iter().enumerate() {
+                assert!(sums.add(kind, member, 1), "{kind:?} {member:?} is new");
+                assert!(!sums.add(kind, member, (i * 10 + j) as i64));
+            }
+        }
+        let mut got: Vec<(u8, String, i64)> = sums
+            .drain()
+            .map(|(kind, member, n)| (kind as u8, member, n))
+            .collect();
+        got.sort();
+        let mut want: Vec<(u8, String, i64)> = kinds
+            .iter()
+            .enumerate()
+            .flat_map(|(i, &kind)| {
+                members
+                    .iter()
+                    .enumerate()
+                    .map(move |(j, m)| (kind as u8, m.to_string(), 1 + (i * 10 + j) as i64))
+            })
+            .collect();
+        want.sort();
+        assert_eq!(got, want);
+        assert_eq!(sums.drain().count(), 0);
     }
 
     /// A hot item's contributions, summed within a tiny budget (many early flushes) and
