@@ -98,8 +98,15 @@ pub(crate) fn read(base: &Path, generation: u64) -> io::Result<Option<Vec<Entry>
         && &bytes[..4] == MAGIC
         && bytes[8..16] == generation.to_le_bytes();
     if !header_ok {
-        // A journal created and killed before its header was written holds nothing.
-        if bytes.len() < HEADER_LEN && MAGIC.starts_with(&bytes[..bytes.len().min(4)]) {
+        // A journal being created (sized, then headed: another process may read it in
+        // between), or created and killed before its header was whole, holds nothing:
+        // each byte of its header is still zero or already what `Journal::create` writes.
+        let mut created = [0u8; HEADER_LEN];
+        created[..4].copy_from_slice(MAGIC);
+        created[4] = VERSION;
+        created[8..].copy_from_slice(&generation.to_le_bytes());
+        let header = &bytes[..bytes.len().min(HEADER_LEN)];
+        if header.iter().zip(created).all(|(&b, c)| b == 0 || b == c) {
             return Ok(Some(Vec::new()));
         }
         return Err(io::Error::new(
@@ -257,6 +264,25 @@ mod tests {
             Journal::create(&base, 1).is_err(),
             "a generation is created once"
         );
+    }
+
+    /// A reader that comes between `Journal::create` sizing the file and writing its
+    /// header finds nothing in it, not a foreign file.
+    #[test]
+    fn a_journal_sized_but_not_yet_headed_holds_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().join("accounts.sqlite");
+        let sized = vec![0u8; HEADER_LEN + 4 * ENTRY_LEN];
+        std::fs::write(path(&base, 3), &sized).unwrap();
+        assert_eq!(read(&base, 3).unwrap(), Some(Vec::new()));
+        let mut half_headed = sized;
+        half_headed[..4].copy_from_slice(MAGIC);
+        std::fs::write(path(&base, 3), &half_headed).unwrap();
+        assert_eq!(read(&base, 3).unwrap(), Some(Vec::new()));
+        // Another generation's header is still refused.
+        half_headed[8..HEADER_LEN].copy_from_slice(&4u64.to_le_bytes());
+        std::fs::write(path(&base, 3), &half_headed).unwrap();
+        assert!(read(&base, 3).is_err());
     }
 
     #[test]
