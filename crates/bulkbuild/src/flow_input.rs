@@ -19,7 +19,7 @@
 //! then external ones.
 
 use crate::error::Result;
-use crate::sorter::{RunReader, RunWriter};
+use crate::sorter::{RunCodec, RunReader, RunWriter};
 use linkstore::FlowLink;
 use std::path::{Path, PathBuf};
 
@@ -137,7 +137,8 @@ impl KeptRows {
         }
     }
 
-    /// The open file of a kind, opened if need be.
+    /// The open file of a kind, opened if need be. Kept rows are LZ4-compressed: they
+    /// stay on disk through the whole flow build.
     fn writer<'w>(
         slot: &'w mut Option<RunWriter>,
         opened: &mut usize,
@@ -146,7 +147,7 @@ impl KeptRows {
     ) -> Result<&'w mut RunWriter> {
         if slot.is_none() {
             *opened += 1;
-            *slot = Some(RunWriter::create(&dir.join(name))?);
+            *slot = Some(RunWriter::create(&dir.join(name), RunCodec::Lz4)?);
         }
         Ok(slot.as_mut().expect("opened above"))
     }

@@ -25,6 +25,7 @@ mod sorter;
 pub use error::{Error, Result};
 pub use flow_input::{FlowInput, RowFile};
 pub use progress::{Progress, Stage};
+use sorter::RunPolicy;
 
 use ingest::{FileSummary, ReadOptions};
 use linkstore::build::{PageReport, Table};
@@ -33,6 +34,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// [`BuildOptions::raw_run_bytes`] when the machine's memory is not known.
+pub const DEFAULT_RAW_RUN_BYTES: u64 = 2 << 30;
 
 /// How to build.
 #[derive(Debug, Clone)]
@@ -60,6 +64,13 @@ pub struct BuildOptions {
     /// uncompressed until it is finished (to train its dictionary), so this bounds that
     /// memory per open file.
     pub file_bytes: u64,
+    /// Bytes of sorted runs (rows spilled past `memory_bytes`, all sorters together)
+    /// written as they are; the build LZ4-compresses the rest, which takes about a third
+    /// of the disk and about a tenth more CPU. Runs as they are cost no CPU to write and
+    /// read back, as long as the page cache holds them: past that, writeback and reclaim
+    /// cost more than compression (`docs/benchmarks.md`). Default:
+    /// [`DEFAULT_RAW_RUN_BYTES`]; `linkbase` takes an eighth of the machine's memory.
+    pub raw_run_bytes: u64,
 }
 
 impl Default for BuildOptions {
@@ -72,6 +83,7 @@ impl Default for BuildOptions {
             keep_flow_input: false,
             writer_rows: true,
             file_bytes: linkstore::build::FILE_RAW_BYTES,
+            raw_run_bytes: DEFAULT_RAW_RUN_BYTES,
         }
     }
 }
@@ -166,6 +178,7 @@ fn build_into(
         hash_bits: store.hash_bits(),
         scratch: scratch.to_path_buf(),
         sorter_budget: opts.memory_bytes / workers / 4,
+        runs: RunPolicy::new(opts.raw_run_bytes),
         file_bytes: opts.file_bytes,
         progress: progress.clone(),
         flow_input: flow_input.as_ref().map(|f| f.dir().to_path_buf()),

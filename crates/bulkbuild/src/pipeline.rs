@@ -27,7 +27,7 @@
 use crate::error::{Error, Result};
 use crate::flow_input::{KeptFiles, KeptRows};
 use crate::progress::{Counters, LocalCount};
-use crate::sorter::{Groups, Sorter};
+use crate::sorter::{Groups, RunPolicy, Sorter};
 use ingest::{CrawlSink, FileReader, FileSummary, RawRecord, ReadOptions, RecordParser, SinkError};
 use linkstore::build::{
     crawl_sort_key, stored_backlink, PageReport, PageRows, ReduceOut, Reducer, Table,
@@ -36,7 +36,7 @@ use linkstore::build::{
 use linkstore::{ApplyStats, PageCrawl};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::Arc;
 use timely::dataflow::channels::pact::Exchange;
@@ -60,6 +60,8 @@ pub(crate) struct Plan {
     pub scratch: PathBuf,
     /// Memory budget of each sorter.
     pub sorter_budget: usize,
+    /// Which sorted runs are written as they are.
+    pub runs: RunPolicy,
     /// Raw bytes of rows after which an SST file is finished ([`crate::BuildOptions`]).
     pub file_bytes: u64,
     pub progress: Arc<Counters>,
@@ -68,6 +70,13 @@ pub(crate) struct Plan {
     pub flow_input: Option<PathBuf>,
     /// [`crate::BuildOptions::writer_rows`].
     pub writer_rows: bool,
+}
+
+impl Plan {
+    /// A sorter of the plan's budget, its runs in the scratch directory.
+    fn sorter(&self, name: &str) -> Sorter {
+        Sorter::new(&self.scratch, name, self.sorter_budget, self.runs.clone())
+    }
 }
 
 /// What one worker made.
@@ -125,23 +134,18 @@ struct Files {
 }
 
 impl Files {
-    /// Files in `dir`, rows kept in `flow_input` ([`Plan::flow_input`]).
-    fn new(
-        dir: &Path,
-        flow_input: Option<&Path>,
-        prefix: String,
-        progress: Arc<Counters>,
-        file_bytes: u64,
-    ) -> Files {
+    /// Files in the plan's scratch directory, rows kept in its
+    /// [`Plan::flow_input`]; `prefix` names them.
+    fn new(plan: &Plan, prefix: String) -> Files {
         Files {
-            dir: dir.to_path_buf(),
-            file_bytes,
-            kept: flow_input.map(|d| KeptRows::new(d, &prefix)),
+            dir: plan.scratch.clone(),
+            file_bytes: plan.file_bytes,
+            kept: (plan.flow_input.as_deref()).map(|d| KeptRows::new(d, &prefix)),
             prefix,
             open: BTreeMap::new(),
             done: Vec::new(),
             count: 0,
-            progress,
+            progress: plan.progress.clone(),
             rows_written: LocalCount::default(),
         }
     }
@@ -210,7 +214,10 @@ impl Files {
 
 /// Runs one worker: builds the dataflow, feeds it this worker's share of the files, and
 /// steps it to completion.
-pub(crate) fn run_worker(worker: &mut timely::worker::Worker, plan: &Plan) -> Result<WorkerOutput> {
+pub(crate) fn run_worker(
+    worker: &mut timely::worker::Worker,
+    plan: &Arc<Plan>,
+) -> Result<WorkerOutput> {
     let index = worker.index();
     let peers = worker.peers();
     let shared: SharedRef = Rc::default();
@@ -222,14 +229,7 @@ pub(crate) fn run_worker(worker: &mut timely::worker::Worker, plan: &Plan) -> Re
         let pages = PagesOp::new(plan, index, shared.clone());
         let views_shared = shared.clone();
         let counters_shared = shared.clone();
-        let (scratch, budget, bits, writer_rows, progress, file_bytes) = (
-            plan.scratch.clone(),
-            plan.sorter_budget,
-            plan.hash_bits,
-            plan.writer_rows,
-            plan.progress.clone(),
-            plan.file_bytes,
-        );
+        let views_plan = plan.clone();
         let views = crawls
             .unary_frontier::<timely::container::CapacityContainerBuilder<Vec<Row>>, _, _, _>(
                 Exchange::new(move |c: &(u64, Vec<u8>)| owner(c.0, peers)),
@@ -259,29 +259,14 @@ pub(crate) fn run_worker(worker: &mut timely::worker::Worker, plan: &Plan) -> Re
                     }
                 },
             );
-        let views_progress = progress.clone();
-        let views_flow_input = plan.flow_input.clone();
         let counters = views
             .unary_frontier::<timely::container::CapacityContainerBuilder<Vec<Row>>, _, _, _>(
                 Exchange::new(move |r: &Row| row_owner(r, peers)),
                 "views",
                 |cap, info| {
-                    let files = Files::new(
-                        &scratch,
-                        views_flow_input.as_deref(),
-                        format!("w{index:03}-v"),
-                        views_progress.clone(),
-                        file_bytes,
-                    );
-                    let mut op = ViewsOp::new(
-                        files,
-                        &scratch,
-                        index,
-                        budget,
-                        Reducer::new(bits, budget / ITEM_BUDGET_SHARE, writer_rows),
-                        views_shared,
-                        views_progress,
-                    );
+                    let plan = views_plan;
+                    let files = Files::new(&plan, format!("w{index:03}-v"));
+                    let mut op = ViewsOp::new(&plan, files, index, views_shared);
                     let mut cap = Some(cap);
                     let activator = scope.activator_for(info.address);
                     move |(input, frontier), output| {
@@ -312,15 +297,8 @@ pub(crate) fn run_worker(worker: &mut timely::worker::Worker, plan: &Plan) -> Re
             Exchange::new(move |r: &Row| row_owner(r, peers)),
             "counters",
             {
-                let mut sorter = Some(Sorter::new(
-                    &plan.scratch,
-                    &format!("w{index}-counters"),
-                    plan.sorter_budget,
-                ));
-                let scratch = plan.scratch.clone();
-                let flow_input = plan.flow_input.clone();
-                let bits = plan.hash_bits;
-                let progress = plan.progress.clone();
+                let plan = plan.clone();
+                let mut sorter = Some(plan.sorter(&format!("w{index}-counters")));
                 move |(input, frontier): (_, &MutableAntichain<u64>)| {
                     input.for_each(|_, data| {
                         if let Some(s) = &mut sorter {
@@ -334,15 +312,9 @@ pub(crate) fn run_worker(worker: &mut timely::worker::Worker, plan: &Plan) -> Re
                     });
                     if frontier.is_empty() {
                         if let Some(s) = sorter.take() {
-                            let mut files = Files::new(
-                                &scratch,
-                                flow_input.as_deref(),
-                                format!("w{index:03}-c"),
-                                progress.clone(),
-                                file_bytes,
-                            );
-                            let r =
-                                reduce_counters(s, bits, &mut files, &progress).and_then(|()| {
+                            let mut files = Files::new(&plan, format!("w{index:03}-c"));
+                            let r = reduce_counters(s, plan.hash_bits, &mut files, &plan.progress)
+                                .and_then(|()| {
                                     let mut sh = counters_shared.borrow_mut();
                                     files.finish(&mut sh.out)
                                 });
@@ -472,20 +444,10 @@ struct PagesOp {
 impl PagesOp {
     fn new(plan: &Plan, index: usize, shared: SharedRef) -> PagesOp {
         PagesOp {
-            sorter: Some(Sorter::new(
-                &plan.scratch,
-                &format!("w{index}-pages"),
-                plan.sorter_budget,
-            )),
+            sorter: Some(plan.sorter(&format!("w{index}-pages"))),
             groups: None,
             rows: PageRows::new(plan.hash_bits, plan.writer_rows),
-            files: Files::new(
-                &plan.scratch,
-                plan.flow_input.as_deref(),
-                format!("w{index:03}-p"),
-                plan.progress.clone(),
-                plan.file_bytes,
-            ),
+            files: Files::new(plan, format!("w{index:03}-p")),
             shared,
             progress: plan.progress.clone(),
             key: Vec::new(),
@@ -583,27 +545,20 @@ struct ViewsOp {
 const ITEM_BUDGET_SHARE: usize = 4;
 
 impl ViewsOp {
-    fn new(
-        files: Files,
-        scratch: &Path,
-        index: usize,
-        budget: usize,
-        reducer: Reducer,
-        shared: SharedRef,
-        progress: Arc<Counters>,
-    ) -> ViewsOp {
+    fn new(plan: &Plan, files: Files, index: usize, shared: SharedRef) -> ViewsOp {
+        let item_budget = plan.sorter_budget / ITEM_BUDGET_SHARE;
         ViewsOp {
             sorters: (1..=4)
-                .map(|s| Some(Sorter::new(scratch, &format!("w{index}-views{s}"), budget)))
+                .map(|s| Some(plan.sorter(&format!("w{index}-views{s}"))))
                 .collect(),
             reducing: None,
             stage: 0,
             last_hash: None,
-            reducer,
+            reducer: Reducer::new(plan.hash_bits, item_budget, plan.writer_rows),
             key: Vec::new(),
             files,
             shared,
-            progress,
+            progress: plan.progress.clone(),
             groups: LocalCount::default(),
         }
     }

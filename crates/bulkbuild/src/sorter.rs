@@ -10,11 +10,14 @@
 //! buffer per run, whatever the input size; disk holds the runs.
 //!
 //! ```text
-//! run file:  LZ4 frame of { klen uvar | vlen uvar | table u8 + key (klen bytes) | value (vlen bytes) }*
+//! run file:  codec u8 | rows, as they are (codec 1) or in one LZ4 frame (codec 2)
+//! rows:      { klen uvar | vlen uvar | table u8 + key (klen bytes) | value (vlen bytes) }*
 //! ```
 //!
-//! Runs are LZ4-compressed: their rows are link records and URLs, which shrink about 3x,
-//! and disk is what bounds the input size.
+//! A build's first runs are written as they are, the rest LZ4-compressed ([`RunPolicy`]):
+//! compressing took a tenth of a build's CPU, but runs as they are take about three
+//! times the space, and once more of them than the page cache comfortably holds are
+//! written, the kernel's writeback and reclaim cost more than LZ4 saved.
 //!
 //! Run files are private to one build and removed when read (or when the build ends).
 
@@ -25,6 +28,8 @@ use std::cmp::Ordering;
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
 
 /// Bytes of bookkeeping per row in memory besides its key and value.
 const ROW_OVERHEAD: usize = std::mem::size_of::<RowRef>();
@@ -54,22 +59,70 @@ fn order(a: &[u8], b: &[u8]) -> Ordering {
     prefix_of(a).cmp(&prefix_of(b)).then_with(|| a.cmp(b))
 }
 
+/// How a run file's rows are written: its first byte.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RunCodec {
+    /// As they are.
+    #[default]
+    Raw = 1,
+    /// In one LZ4 frame: rows of link records and URLs shrink about 3x.
+    Lz4 = 2,
+}
+
+impl RunCodec {
+    fn from_u8(b: u8) -> Option<RunCodec> {
+        [RunCodec::Raw, RunCodec::Lz4]
+            .into_iter()
+            .find(|c| *c as u8 == b)
+    }
+}
+
+/// Which runs a build writes as they are: the first `raw_bytes` of rows its sorters
+/// spill, all sorters of all workers together; later runs are LZ4-compressed.
+#[derive(Clone, Debug)]
+pub(crate) struct RunPolicy {
+    raw_left: Arc<AtomicU64>,
+}
+
+impl RunPolicy {
+    pub(crate) fn new(raw_bytes: u64) -> RunPolicy {
+        RunPolicy {
+            raw_left: Arc::new(AtomicU64::new(raw_bytes)),
+        }
+    }
+
+    /// The codec of a run of `bytes`: as they are while that many are left to write so.
+    fn codec(&self, bytes: u64) -> RunCodec {
+        let left = self
+            .raw_left
+            .fetch_update(Relaxed, Relaxed, |l| l.checked_sub(bytes));
+        if left.is_ok() {
+            RunCodec::Raw
+        } else {
+            RunCodec::Lz4
+        }
+    }
+}
+
 pub struct Sorter {
     dir: PathBuf,
     name: String,
     budget: usize,
+    policy: RunPolicy,
     arena: Vec<u8>,
     rows: Vec<RowRef>,
     runs: Vec<PathBuf>,
 }
 
 impl Sorter {
-    /// `dir`: where runs go; `name`: their file-name prefix (unique per sorter).
-    pub fn new(dir: &Path, name: &str, budget: usize) -> Sorter {
+    /// `dir`: where runs go, written as `policy` says; `name`: their file-name prefix
+    /// (unique per sorter).
+    pub(crate) fn new(dir: &Path, name: &str, budget: usize, policy: RunPolicy) -> Sorter {
         Sorter {
             dir: dir.to_path_buf(),
             name: name.to_string(),
             budget: budget.max(1 << 20),
+            policy,
             arena: Vec::new(),
             rows: Vec::new(),
             runs: Vec::new(),
@@ -124,7 +177,8 @@ impl Sorter {
         let path = self
             .dir
             .join(format!("{}-{:05}.run", self.name, self.runs.len()));
-        let mut out = RunWriter::create(&path)?;
+        let codec = self.policy.codec(self.arena.len() as u64);
+        let mut out = RunWriter::create(&path, codec)?;
         for r in &self.rows {
             let (o, k, v) = (r.offset as usize, r.key_len as usize, r.value_len as usize);
             out.put(&self.arena[o..o + k], &self.arena[o + k..o + k + v])?;
@@ -326,16 +380,27 @@ impl Merge {
 /// Writes a run file (format above), rows in the order given.
 pub(crate) struct RunWriter {
     path: PathBuf,
-    out: FrameEncoder<BufWriter<File>>,
+    out: RunOut,
     header: Vec<u8>,
 }
 
+/// Where a run's rows go after its codec byte.
+enum RunOut {
+    Raw(BufWriter<File>),
+    Lz4(FrameEncoder<BufWriter<File>>),
+}
+
 impl RunWriter {
-    pub(crate) fn create(path: &Path) -> Result<RunWriter> {
-        let file = File::create(path).map_err(|e| Error::io(path, e))?;
+    pub(crate) fn create(path: &Path, codec: RunCodec) -> Result<RunWriter> {
+        let err = |e| Error::io(path, e);
+        let mut file = BufWriter::with_capacity(1 << 20, File::create(path).map_err(err)?);
+        file.write_all(&[codec as u8]).map_err(err)?;
         Ok(RunWriter {
             path: path.to_path_buf(),
-            out: FrameEncoder::new(BufWriter::with_capacity(1 << 20, file)),
+            out: match codec {
+                RunCodec::Raw => RunOut::Raw(file),
+                RunCodec::Lz4 => RunOut::Lz4(FrameEncoder::new(file)),
+            },
             header: Vec::with_capacity(20),
         })
     }
@@ -344,19 +409,23 @@ impl RunWriter {
         self.header.clear();
         put_uvarint(&mut self.header, key.len() as u64);
         put_uvarint(&mut self.header, value.len() as u64);
-        self.out
-            .write_all(&self.header)
-            .and_then(|()| self.out.write_all(key))
-            .and_then(|()| self.out.write_all(value))
+        let out: &mut dyn Write = match &mut self.out {
+            RunOut::Raw(w) => w,
+            RunOut::Lz4(w) => w,
+        };
+        out.write_all(&self.header)
+            .and_then(|()| out.write_all(key))
+            .and_then(|()| out.write_all(value))
             .map_err(|e| Error::io(&self.path, e))
     }
 
     /// Completes the file: its path.
     pub(crate) fn finish(self) -> Result<PathBuf> {
-        self.out
-            .finish()
-            .map_err(std::io::Error::from)
-            .and_then(|mut file| file.flush())
+        let file = match self.out {
+            RunOut::Raw(w) => Ok(w),
+            RunOut::Lz4(w) => w.finish().map_err(std::io::Error::from),
+        };
+        file.and_then(|mut w| w.flush())
             .map_err(|e| Error::io(&self.path, e))?;
         Ok(self.path)
     }
@@ -365,7 +434,7 @@ impl RunWriter {
 /// One run file being read: its current row.
 pub(crate) struct RunReader {
     path: PathBuf,
-    input: BufReader<FrameDecoder<File>>,
+    input: BufReader<Box<dyn Read + Send>>,
     key: Vec<u8>,
     value: Vec<u8>,
 }
@@ -377,10 +446,23 @@ impl RunReader {
     }
 
     pub(crate) fn open(path: &Path) -> Result<RunReader> {
-        let file = File::open(path).map_err(|e| Error::io(path, e))?;
+        let err = |e| Error::io(path, e);
+        let mut file = File::open(path).map_err(err)?;
+        let mut codec = [0];
+        file.read_exact(&mut codec).map_err(err)?;
+        let rows: Box<dyn Read + Send> = match RunCodec::from_u8(codec[0]) {
+            Some(RunCodec::Raw) => Box::new(file),
+            Some(RunCodec::Lz4) => Box::new(FrameDecoder::new(file)),
+            None => {
+                return Err(err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("not a sorted run: codec byte {}", codec[0]),
+                )))
+            }
+        };
         Ok(RunReader {
             path: path.to_path_buf(),
-            input: BufReader::with_capacity(1 << 16, FrameDecoder::new(file)),
+            input: BufReader::with_capacity(1 << 16, rows),
             key: Vec::new(),
             value: Vec::new(),
         })
@@ -538,11 +620,20 @@ mod tests {
 
     #[test]
     fn spilled_and_in_memory_sorts_give_the_same_groups() {
+        // Every run as it is, every run compressed, and the first few as they are.
+        for raw_bytes in [u64::MAX, 0, 1 << 20] {
+            spilled_and_in_memory_sorts_agree(raw_bytes);
+        }
+    }
+
+    fn spilled_and_in_memory_sorts_agree(raw_bytes: u64) {
         let dir = tempfile::tempdir().unwrap();
-        let mut small = Sorter::new(dir.path(), "small", 1); // spills every megabyte
-        let mut big = Sorter::new(dir.path(), "big", 1 << 30);
+        let policy = RunPolicy::new(raw_bytes);
+        // Spills every megabyte.
+        let mut small = Sorter::new(dir.path(), "small", 1, policy.clone());
+        let mut big = Sorter::new(dir.path(), "big", 1 << 30, policy);
         let mut rows = Vec::new();
-        for i in 0..60_000u32 {
+        for i in 0..200_000u32 {
             let table = if i % 3 == 0 {
                 Table::Counters
             } else {
@@ -558,6 +649,19 @@ mod tests {
         }
         assert!(small.runs.len() > 1, "the small budget spilled");
         assert!(big.runs.is_empty());
+        let codecs: Vec<u8> = small
+            .runs
+            .iter()
+            .map(|r| std::fs::read(r).unwrap()[0])
+            .collect();
+        let raw = codecs.iter().filter(|&&c| c == RunCodec::Raw as u8).count();
+        match raw_bytes {
+            0 => assert_eq!(raw, 0),
+            u64::MAX => assert_eq!(raw, codecs.len()),
+            _ => assert!(raw > 0 && raw < codecs.len(), "{codecs:?}"),
+        }
+        assert!(codecs[..raw].iter().all(|&c| c == RunCodec::Raw as u8));
+        assert!(codecs[raw..].iter().all(|&c| c == RunCodec::Lz4 as u8));
         let a = groups(small);
         assert_eq!(a, groups(big));
         let order =
@@ -574,7 +678,7 @@ mod tests {
     #[test]
     fn groups_by_key_prefix_stream_in_key_order_and_skip_unread_values() {
         let dir = tempfile::tempdir().unwrap();
-        let mut sorter = Sorter::new(dir.path(), "prefix", 1);
+        let mut sorter = Sorter::new(dir.path(), "prefix", 1, RunPolicy::new(0));
         // Keys: a 4-byte page, then a 1-byte suffix that orders its values.
         for i in (0..40_000u32).rev() {
             let key = [(i % 3).to_be_bytes().as_slice(), &[(i % 200) as u8]].concat();
@@ -605,5 +709,27 @@ mod tests {
         }
         groups.take_error().unwrap();
         assert_eq!(seen, vec![(0, 13_334), (1, 2), (2, 13_333)]);
+    }
+
+    #[test]
+    fn a_run_of_an_unknown_codec_is_refused_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w0-views1-00000.run");
+        for (bytes, why) in [
+            (&[0u8, 1, 1, b'k', b'v'][..], "codec byte 0"),
+            (&[3u8][..], "codec byte 3"),
+            (&[][..], "failed to fill whole buffer"),
+        ] {
+            std::fs::write(&path, bytes).unwrap();
+            let e = RunReader::open(&path).err().expect("refused").to_string();
+            assert!(e.contains("w0-views1-00000.run") && e.contains(why), "{e}");
+        }
+        let mut w = RunWriter::create(&path, RunCodec::Raw).unwrap();
+        w.put(b"key", b"value").unwrap();
+        w.finish().unwrap();
+        let mut r = RunReader::open(&path).unwrap();
+        assert!(r.advance().unwrap());
+        assert_eq!(r.row(), (&b"key"[..], &b"value"[..]));
+        assert!(!r.advance().unwrap());
     }
 }

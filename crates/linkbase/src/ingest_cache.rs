@@ -43,7 +43,7 @@ fn dir_bytes(dir: &Path) -> u64 {
 }
 
 /// Physical memory from `/proc/meminfo` (Linux); `None` elsewhere or when unreadable.
-fn physical_memory() -> Option<u64> {
+pub fn physical_memory() -> Option<u64> {
     let info = std::fs::read_to_string("/proc/meminfo").ok()?;
     let kib: u64 = info
         .lines()
