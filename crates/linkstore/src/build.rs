@@ -32,7 +32,7 @@ use crate::error::{Error, Result};
 use crate::item::Item;
 use crate::keys::{url_hash, url_key, DistinctKind, ItemHasher};
 use crate::page::{day_of, PageCrawl, PageState};
-use crate::record::LinkRecord;
+use crate::record::{BacklinkFacts, LinkRecord};
 use crate::small_item::keeps_member_rows;
 use crate::store::{bottom_file_options, has_dictionary};
 use crate::table::{
@@ -601,8 +601,8 @@ impl Reducer {
     ) -> Result<BacklinkRow> {
         let key = BacklinkKey::parse(key)?;
         let item_hash = key.item_hash;
-        let rec = LinkRecord::decode(record)?;
-        let levels = Item::levels_of_url(&rec.target_url);
+        let rec = BacklinkFacts::read(record)?;
+        let levels = Item::levels_of_url(rec.target_url);
         let serves = levels
             .each_ref()
             .map(|item| self.hasher.hash(item.level, &item.name) == item_hash);

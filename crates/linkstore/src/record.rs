@@ -224,15 +224,29 @@ pub fn flow_link(record: &[u8]) -> Result<FlowLink<'_>> {
 
 /// Reads an encoded record's fields before its flows, checking them as
 /// [`LinkRecord::decode`] does: its flags.
-fn read_up_to_flows(r: &mut Reader<'_>) -> Result<u16> {
+/// The fields of an encoded record before its flows.
+struct Head {
+    flags: u16,
+    kind: LinkKind,
+    first_seen: u32,
+    last_seen: u32,
+    date_lost: u32,
+}
+
+fn read_head(r: &mut Reader<'_>) -> Result<Head> {
     r.version(RECORD_VERSION)?;
     let flags = r.u16()?;
-    LinkKind::from_u8(r.u8()?)?;
-    for _ in 0..4 {
-        r.u32v()?; // redirect status, first seen, last seen, date lost
-    }
+    let kind = LinkKind::from_u8(r.u8()?)?;
+    r.u32v()?; // redirect status
+    let (first_seen, last_seen, date_lost) = (r.u32v()?, r.u32v()?, r.u32v()?);
     LostReason::from_u8(r.u8()?)?;
-    Ok(flags)
+    Ok(Head {
+        flags,
+        kind,
+        first_seen,
+        last_seen,
+        date_lost,
+    })
 }
 
 /// A text field of an encoded record, borrowed.
@@ -240,36 +254,46 @@ fn read_text<'a>(r: &mut Reader<'a>) -> Result<&'a str> {
     std::str::from_utf8(r.bytes()?).map_err(|_| Error::corrupt("links", "string is not UTF-8"))
 }
 
-/// What a backlink record gives its target item's member views (referring domain, live
-/// or not, address, anchor text), borrowed from the record: read from an encoded one
-/// without decoding the history, out-link counts and topics after them, or taken from a
-/// decoded one ([`LinkRecord::member_facts`]).
+/// What a backlink record gives its target items' views (counters, referring domain,
+/// live or not, address, anchor text, found and lost days), borrowed from the record:
+/// read from an encoded one without decoding the history, out-link counts and topics
+/// after them, or taken from a decoded one ([`LinkRecord::backlink_facts`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct MemberFacts<'a> {
+pub(crate) struct BacklinkFacts<'a> {
     pub source_url: &'a str,
     pub target_url: &'a str,
     /// As found: lower-cased where the views use it.
     pub anchor_text: &'a str,
     pub deleted: bool,
+    pub nofollow: bool,
+    pub kind: LinkKind,
+    pub first_seen: u32,
+    pub last_seen: u32,
+    pub date_lost: u32,
     pub source_ip: Option<IpAddr>,
 }
 
-impl<'a> MemberFacts<'a> {
+impl<'a> BacklinkFacts<'a> {
     /// Reads the facts of the encoded record `buf`, checking the fields up to its address
     /// as [`LinkRecord::decode`] does (the rest, history to topics, is not read).
-    pub(crate) fn read(buf: &'a [u8]) -> Result<MemberFacts<'a>> {
+    pub(crate) fn read(buf: &'a [u8]) -> Result<BacklinkFacts<'a>> {
         let mut r = Reader::new(buf, "links");
-        let flags = read_up_to_flows(&mut r)?;
+        let head = read_head(&mut r)?;
         r.take(4)?; // flows
         let source_url = read_text(&mut r)?;
         let target_url = read_text(&mut r)?;
         let anchor_text = read_text(&mut r)?;
         r.bytes()?; // ALT text
-        Ok(MemberFacts {
+        Ok(BacklinkFacts {
             source_url,
             target_url,
             anchor_text,
-            deleted: flags & flags::DELETED != 0,
+            deleted: head.flags & flags::DELETED != 0,
+            nofollow: head.flags & flags::NOFOLLOW != 0,
+            kind: head.kind,
+            first_seen: head.first_seen,
+            last_seen: head.last_seen,
+            date_lost: head.date_lost,
             source_ip: r.ip()?,
         })
     }
@@ -293,7 +317,7 @@ impl<'a> FlowSlots<'a> {
     /// topics included.
     pub(crate) fn find(buf: &'a [u8]) -> Result<FlowSlots<'a>> {
         let mut r = Reader::new(buf, "links");
-        let flags = read_up_to_flows(&mut r)?;
+        let flags = read_head(&mut r)?.flags;
         let flows_at = buf.len() - r.remaining();
         r.take(4)?;
         let source_url = read_text(&mut r)?;
@@ -407,13 +431,17 @@ impl LinkRecord {
         xxhash_rust::xxh3::xxh3_64(&buf)
     }
 
-    #[cfg(test)]
-    pub(crate) fn member_facts(&self) -> MemberFacts<'_> {
-        MemberFacts {
+    pub(crate) fn backlink_facts(&self) -> BacklinkFacts<'_> {
+        BacklinkFacts {
             source_url: &self.source_url,
             target_url: &self.target_url,
             anchor_text: &self.anchor_text,
             deleted: self.is_deleted(),
+            nofollow: self.is_nofollow(),
+            kind: self.kind,
+            first_seen: self.first_seen,
+            last_seen: self.last_seen,
+            date_lost: self.date_lost,
             source_ip: self.source_ip,
         }
     }
@@ -562,13 +590,13 @@ mod tests {
         rec.history.insert(19_500);
         let encoded = rec.encode();
         assert_eq!(LinkRecord::decode(&encoded).unwrap(), rec);
-        let facts = MemberFacts::read(&encoded).unwrap();
-        assert_eq!(facts, rec.member_facts());
+        let facts = BacklinkFacts::read(&encoded).unwrap();
+        assert_eq!(facts, rec.backlink_facts());
         assert!(facts.deleted && facts.anchor_text == "Grüße & more");
         rec.flags = 0;
         rec.source_ip = Some("10.1.2.3".parse().unwrap());
-        let facts = rec.member_facts();
-        assert_eq!(MemberFacts::read(&rec.encode()).unwrap(), facts);
+        let facts = rec.backlink_facts();
+        assert_eq!(BacklinkFacts::read(&rec.encode()).unwrap(), facts);
         assert!(!facts.deleted);
     }
 
@@ -651,13 +679,13 @@ mod tests {
         enc[0] = 9;
         let err = LinkRecord::decode(&enc).unwrap_err().to_string();
         assert!(err.contains("version 9"), "{err}");
-        assert!(MemberFacts::read(&enc).is_err());
+        assert!(BacklinkFacts::read(&enc).is_err());
         // Any cut before the end of the address, the last field facts read (history,
         // three out-link counts and two topic lists of a default record take 6 bytes).
         let enc = rec.encode();
         for end in 0..enc.len() - 6 {
-            assert!(MemberFacts::read(&enc[..end]).is_err(), "{end}");
+            assert!(BacklinkFacts::read(&enc[..end]).is_err(), "{end}");
         }
-        assert!(MemberFacts::read(&enc[..enc.len() - 6]).is_ok());
+        assert!(BacklinkFacts::read(&enc[..enc.len() - 6]).is_ok());
     }
 }

@@ -108,7 +108,14 @@ pub(crate) fn item_views<'r>(
     // The records are in memory already: no budget to flush at.
     let mut sum = ContributionSum::with_budget(usize::MAX);
     for rec in records {
-        target_contributions(rec, 1, [item.clone()], hasher, &mut MemberShares(&mut sum));
+        let facts = rec.backlink_facts();
+        target_contributions(
+            &facts,
+            1,
+            [item.clone()],
+            hasher,
+            &mut MemberShares(&mut sum),
+        );
     }
     let (mut rows, mut counters) = (Vec::new(), Counters::default());
     let item_key = hasher.item_key(item);
@@ -203,7 +210,7 @@ mod tests {
         let hasher = ItemHasher::new(64);
         for n in 0..=records.len() {
             let (_, folded) = item_views(&Item::url(url), &records[..n], &hasher, false);
-            let facts = records[..n].iter().map(LinkRecord::member_facts);
+            let facts = records[..n].iter().map(LinkRecord::backlink_facts);
             assert_eq!(member_counters(facts), folded, "{n} records");
         }
         // And readers fold them into the rows a store would hold (texts aside).
@@ -240,7 +247,7 @@ mod tests {
             1
         );
 
-        let all = member_counters(records.iter().map(LinkRecord::member_facts));
+        let all = member_counters(records.iter().map(LinkRecord::backlink_facts));
         assert_eq!((all.ref_domains, all.ref_domains_live), (6, 5));
         assert_eq!((all.ref_domains_edu, all.ref_domains_gov), (2, 1));
         assert_eq!((all.ref_ips, all.ref_subnets, all.anchor_texts), (6, 4, 5));

@@ -12,7 +12,7 @@
 use crate::aggregate::{accumulate, AnchorText, Counters, RefDomain, TimelineDelta};
 use crate::item::{host_of, root_domain, Item, Level};
 use crate::keys::{level_of_item_key, link_key, DistinctKind, ItemHasher};
-use crate::record::{LinkKind, LinkRecord, MemberFacts};
+use crate::record::{BacklinkFacts, LinkKind, LinkRecord};
 use crate::table::{BacklinkKey, EncodedRecord, ExpiryLinkKey};
 use std::borrow::Cow;
 use std::net::IpAddr;
@@ -75,7 +75,8 @@ pub(crate) fn contributions(
 ) {
     link_contributions(rec, sign, hasher, generation, out);
     if !rec.is_internal() {
-        target_contributions(rec, sign, Item::levels_of_url(&rec.target_url), hasher, out);
+        let items = Item::levels_of_url(&rec.target_url);
+        target_contributions(&rec.backlink_facts(), sign, items, hasher, out);
     }
 }
 
@@ -157,7 +158,7 @@ pub(crate) fn link_contributions(
 
     out.push(Contribution::Counters {
         item_key: index_key,
-        delta: backlink_counters(rec, source_domain, sign),
+        delta: backlink_counters(&rec.backlink_facts(), source_domain, sign),
     });
     let link = link_key(&rec.source_url, &rec.target_url);
     let encoded = (sign > 0).then(|| EncodedRecord::of(rec));
@@ -176,12 +177,12 @@ pub(crate) fn link_contributions(
 
 /// What one backlink adds to (or, `sign` -1, takes from) a target item's counters
 /// (`source_domain`: its source's root domain).
-fn backlink_counters(rec: &LinkRecord, source_domain: &str, sign: i64) -> Counters {
+fn backlink_counters(rec: &BacklinkFacts, source_domain: &str, sign: i64) -> Counters {
     let (edu, gov) = edu_gov(source_domain);
     let mut delta = Counters {
         ext_backlinks: sign,
-        deleted_links: sign * i64::from(rec.is_deleted()),
-        nofollow_links: sign * i64::from(rec.is_nofollow()),
+        deleted_links: sign * i64::from(rec.deleted),
+        nofollow_links: sign * i64::from(rec.nofollow),
         redirect_links: sign * i64::from(rec.kind == LinkKind::Redirect),
         image_links: sign * i64::from(rec.kind == LinkKind::Image),
         frame_links: sign * i64::from(rec.kind == LinkKind::Frame),
@@ -257,17 +258,17 @@ impl ViewSink for Vec<Contribution> {
 /// domains, found and lost days, counters. What depends on the link alone is worked out
 /// once for all the items.
 pub(crate) fn target_contributions<S: ViewSink + ?Sized>(
-    rec: &LinkRecord,
+    rec: &BacklinkFacts,
     sign: i64,
     items: impl IntoIterator<Item = Item>,
     hasher: &ItemHasher,
     out: &mut S,
 ) {
-    let source_domain = domain_of_url(&rec.source_url);
+    let source_domain = domain_of_url(rec.source_url);
     let delta = backlink_counters(rec, source_domain, sign);
     // Anchor views hold the lower-cased text (Majestic's GetAnchorText form), so case
     // variants share one row and their referring domains are counted exactly.
-    let anchor = rec.anchor_text.to_lowercase();
+    let anchor = lower_case(rec.anchor_text);
     let anchor_domain = pair_member(source_domain, &anchor);
     let ip = rec.source_ip.map(ip_member);
     for item in items {
@@ -284,7 +285,7 @@ pub(crate) fn target_contributions<S: ViewSink + ?Sized>(
             lost: 0,
         };
         out.timeline(&item_key, rec.first_seen, found);
-        if rec.is_deleted() {
+        if rec.deleted {
             let lost = TimelineDelta {
                 found: 0,
                 lost: sign,
@@ -297,12 +298,12 @@ pub(crate) fn target_contributions<S: ViewSink + ?Sized>(
 
 /// A backlink's share of its referring-domain row (the member, its domain, is the key's).
 /// `first_seen`/`last_seen` are 0 on removals (dates never move back).
-fn ref_domain_share(rec: &LinkRecord, sign: i64) -> RefDomain {
+fn ref_domain_share(rec: &BacklinkFacts, sign: i64) -> RefDomain {
     RefDomain {
         domain: String::new(),
         links: sign,
-        deleted_links: sign * i64::from(rec.is_deleted()),
-        nofollow_links: sign * i64::from(rec.is_nofollow()),
+        deleted_links: sign * i64::from(rec.deleted),
+        nofollow_links: sign * i64::from(rec.nofollow),
         first_seen: if sign > 0 { rec.first_seen } else { 0 },
         last_seen: if sign > 0 { rec.last_seen } else { 0 },
         ..Default::default()
@@ -311,13 +312,13 @@ fn ref_domain_share(rec: &LinkRecord, sign: i64) -> RefDomain {
 
 /// A backlink's share of its anchor-text row, but its referring domains (counted from
 /// the distinct domains using the text).
-fn anchor_share(rec: &LinkRecord, sign: i64) -> AnchorText {
+fn anchor_share(rec: &BacklinkFacts, sign: i64) -> AnchorText {
     AnchorText {
         text: String::new(),
         ref_domains: 0,
         links: sign,
-        deleted_links: sign * i64::from(rec.is_deleted()),
-        nofollow_links: sign * i64::from(rec.is_nofollow()),
+        deleted_links: sign * i64::from(rec.deleted),
+        nofollow_links: sign * i64::from(rec.nofollow),
     }
 }
 
@@ -328,14 +329,14 @@ pub(crate) fn member_rows(records: &[LinkRecord]) -> (Vec<RefDomain>, Vec<Anchor
     use std::collections::HashMap;
     let mut domains: HashMap<&str, RefDomain> = HashMap::new();
     let mut anchors: HashMap<String, (AnchorText, Vec<&str>)> = HashMap::new();
-    for rec in records {
-        let domain = domain_of_url(&rec.source_url);
+    for rec in records.iter().map(LinkRecord::backlink_facts) {
+        let domain = domain_of_url(rec.source_url);
         domains
             .entry(domain)
             .or_default()
-            .fold(&ref_domain_share(rec, 1));
+            .fold(&ref_domain_share(&rec, 1));
         let (row, by) = anchors.entry(rec.anchor_text.to_lowercase()).or_default();
-        row.fold(&anchor_share(rec, 1));
+        row.fold(&anchor_share(&rec, 1));
         if !by.contains(&domain) {
             by.push(domain);
             row.ref_domains += 1;
@@ -473,7 +474,9 @@ pub(crate) fn ref_domain_counters(domain: &str, any: i64, live: i64) -> Counters
 /// addresses, subnets, anchor texts), counted straight from the facts of its backlink
 /// records: what folding their contributions into rows gives
 /// ([`crate::small_item::item_views`]), without the rows or their members' spellings.
-pub(crate) fn member_counters<'r>(records: impl IntoIterator<Item = MemberFacts<'r>>) -> Counters {
+pub(crate) fn member_counters<'r>(
+    records: impl IntoIterator<Item = BacklinkFacts<'r>>,
+) -> Counters {
     // Referring domains, each with whether that link is live; addresses as members spell
     // them apart (canonical); texts as anchor rows key them (lower-cased).
     let mut domains: Vec<(&str, bool)> = Vec::new();

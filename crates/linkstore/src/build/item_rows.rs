@@ -75,19 +75,21 @@ pub(crate) fn item_rows(
 
     // Distinct members in key order, so that one subnet's addresses come together and it
     // is counted at its first.
-    let mut members: Vec<(Vec<u8>, DistinctKind, String, i64)> = sum
-        .distinct
-        .drain()
-        .filter(|(_, _, n)| *n > 0)
-        .map(|(kind, member, n)| {
-            let key = DistinctKey {
-                item_key,
-                kind,
-                member: &member,
-            };
-            (key.encode(), kind, member, n)
-        })
-        .collect();
+    let mut members: Vec<(Vec<u8>, DistinctKind, String, i64)> =
+        Vec::with_capacity(sum.distinct.len());
+    members.extend(
+        sum.distinct
+            .drain()
+            .filter(|(_, _, n)| *n > 0)
+            .map(|(kind, member, n)| {
+                let key = DistinctKey {
+                    item_key,
+                    kind,
+                    member: &member,
+                };
+                (key.encode(), kind, member, n)
+            }),
+    );
     members.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     let mut last_subnet: Option<&str> = None;
     // One referring domain's anchor texts come together (`domain \x01 anchor`).

@@ -29,7 +29,7 @@ use crate::build::Table;
 use crate::error::Result;
 use crate::item::{Item, Level};
 use crate::keys::{generation_item_prefix, level_of_item_key, ItemHasher};
-use crate::record::{LinkRecord, MemberFacts};
+use crate::record::{BacklinkFacts, LinkRecord};
 use crate::small_item::{
     item_of_key, item_views, may_be_small, member_row_ranges, MEMBER_ROWS_ABOVE, MEMBER_TABLES,
 };
@@ -562,7 +562,7 @@ impl<'a> ItemRows<'a> {
         record: &'r [u8],
         touched: bool,
     ) -> Result<()> {
-        let facts = MemberFacts::read(record)?;
+        let facts = BacklinkFacts::read(record)?;
         if self.item.contains_url(facts.target_url) {
             records.push(ItemRecord {
                 record,
@@ -618,7 +618,7 @@ impl<'d> StoredUrlRows<'d> {
 /// One of a small item's backlink records.
 struct ItemRecord<'a> {
     record: &'a [u8],
-    facts: MemberFacts<'a>,
+    facts: BacklinkFacts<'a>,
     /// Whether the batch wrote it (its row, or the URL row a pointer names).
     touched: bool,
 }
@@ -636,7 +636,7 @@ struct ItemRecords<'a> {
 /// the batch wrote can move, and the records it did not write hold the same links
 /// before and after.
 fn live_domain_moves<'r>(records: &ItemRecords<'r>) -> Vec<(&'r str, i64)> {
-    fn live_domains<'r>(recs: impl Iterator<Item = MemberFacts<'r>>) -> Vec<&'r str> {
+    fn live_domains<'r>(recs: impl Iterator<Item = BacklinkFacts<'r>>) -> Vec<&'r str> {
         let mut domains: Vec<&str> = recs
             .filter(|r| !r.deleted)
             .map(|r| domain_of_url(r.source_url))
