@@ -64,9 +64,10 @@ pub struct BuildOptions {
     /// uncompressed until it is finished (to train its dictionary), so this bounds that
     /// memory per open file.
     pub file_bytes: u64,
-    /// Bytes of sorted runs (rows spilled past `memory_bytes`, all sorters together)
-    /// written as they are; the build LZ4-compresses the rest, which takes about a third
-    /// of the disk and about a tenth more CPU. Runs as they are cost no CPU to write and
+    /// Bytes of rows in sorted runs (spilled past `memory_bytes`, all sorters together)
+    /// that a build's first runs may hold and be written as they are; from the first run
+    /// past it, the build LZ4-compresses them, which takes about a third of the disk and
+    /// about a tenth more CPU. Runs as they are cost no CPU to write and
     /// read back, as long as the page cache holds them: past that, writeback and reclaim
     /// cost more than compression (`docs/benchmarks.md`). Default:
     /// [`DEFAULT_RAW_RUN_BYTES`]; `linkbase` takes an eighth of the machine's memory.

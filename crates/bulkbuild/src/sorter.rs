@@ -60,10 +60,9 @@ fn order(a: &[u8], b: &[u8]) -> Ordering {
 }
 
 /// How a run file's rows are written: its first byte.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum RunCodec {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RunCodec {
     /// As they are.
-    #[default]
     Raw = 1,
     /// In one LZ4 frame: rows of link records and URLs shrink about 3x.
     Lz4 = 2,
@@ -77,8 +76,9 @@ impl RunCodec {
     }
 }
 
-/// Which runs a build writes as they are: the first `raw_bytes` of rows its sorters
-/// spill, all sorters of all workers together; later runs are LZ4-compressed.
+/// Which runs a build writes as they are: its first runs, while their rows (all sorters
+/// of all workers together) fit in `raw_bytes`; from the first that does not, every
+/// run is LZ4-compressed.
 #[derive(Clone, Debug)]
 pub(crate) struct RunPolicy {
     raw_left: Arc<AtomicU64>,
@@ -91,12 +91,14 @@ impl RunPolicy {
         }
     }
 
-    /// The codec of a run of `bytes`: as they are while that many are left to write so.
+    /// The codec of the next run, of `bytes`: as they are if they fit in what is left,
+    /// which is then used up either way (a later, smaller run is compressed too).
     fn codec(&self, bytes: u64) -> RunCodec {
         let left = self
             .raw_left
-            .fetch_update(Relaxed, Relaxed, |l| l.checked_sub(bytes));
-        if left.is_ok() {
+            .fetch_update(Relaxed, Relaxed, |l| Some(l.saturating_sub(bytes.max(1))))
+            .expect("the update always gives a value");
+        if left >= bytes.max(1) {
             RunCodec::Raw
         } else {
             RunCodec::Lz4
@@ -474,8 +476,17 @@ impl RunReader {
         if self.input.fill_buf().map_err(err)?.is_empty() {
             return Ok(false);
         }
-        let k = read_uvarint(&mut self.input).map_err(err)? as usize;
-        let v = read_uvarint(&mut self.input).map_err(err)? as usize;
+        let k = read_uvarint(&mut self.input).map_err(err)?;
+        let v = read_uvarint(&mut self.input).map_err(err)?;
+        // A sorter's rows are shorter than 4 GiB (their offsets are `u32`): a longer
+        // length is a damaged run, refused before anything is allocated for it.
+        let (Ok(k), Ok(v)) = (u32::try_from(k), u32::try_from(v)) else {
+            return Err(err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("row of {k} + {v} bytes: not a sorted run's"),
+            )));
+        };
+        let (k, v) = (k as usize, v as usize);
         self.key.resize(k, 0);
         self.value.resize(v, 0);
         self.input.read_exact(&mut self.key).map_err(err)?;
@@ -620,7 +631,7 @@ mod tests {
 
     #[test]
     fn spilled_and_in_memory_sorts_give_the_same_groups() {
-        // Every run as it is, every run compressed, and the first few as they are.
+        // Every run as it is, every run compressed, and the first as it is.
         for raw_bytes in [u64::MAX, 0, 1 << 20] {
             spilled_and_in_memory_sorts_agree(raw_bytes);
         }
@@ -649,6 +660,9 @@ mod tests {
         }
         assert!(small.runs.len() > 1, "the small budget spilled");
         assert!(big.runs.is_empty());
+        // The last, partial run too (`into_groups` would spill it): smaller than those
+        // before, it is compressed once one of them was.
+        small.spill().unwrap();
         let codecs: Vec<u8> = small
             .runs
             .iter()
@@ -722,6 +736,22 @@ mod tests {
         ] {
             std::fs::write(&path, bytes).unwrap();
             let e = RunReader::open(&path).err().expect("refused").to_string();
+            assert!(e.contains("w0-views1-00000.run") && e.contains(why), "{e}");
+        }
+        // A damaged length: refused, not allocated; a row cut short: refused.
+        for (bytes, why) in [
+            (
+                &[1u8, 0xff, 0xff, 0xff, 0xff, 0x7f, 1, b'k'][..],
+                "not a sorted run's",
+            ),
+            (&[1u8, 3, 1, b'k'][..], "failed to fill whole buffer"),
+        ] {
+            std::fs::write(&path, bytes).unwrap();
+            let e = RunReader::open(&path)
+                .unwrap()
+                .advance()
+                .unwrap_err()
+                .to_string();
             assert!(e.contains("w0-views1-00000.run") && e.contains(why), "{e}");
         }
         let mut w = RunWriter::create(&path, RunCodec::Raw).unwrap();

@@ -119,10 +119,11 @@ fn bulk_with_report(
         } else {
             BuildOptions::default().file_bytes
         },
-        // One worker writes its spilled runs as they are; two write the first 256 KiB so
-        // and compress the rest: every mix must give the same store.
+        // One worker writes its spilled runs as they are; two write their first 2 MiB
+        // of runs so (a run of theirs is about 1 MiB) and compress the rest: every mix
+        // gives the same store.
         raw_run_bytes: if small_files && workers == 2 {
-            256 << 10
+            2 << 20
         } else {
             u64::MAX
         },

@@ -222,8 +222,6 @@ pub fn flow_link(record: &[u8]) -> Result<FlowLink<'_>> {
     })
 }
 
-/// Reads an encoded record's fields before its flows, checking them as
-/// [`LinkRecord::decode`] does: its flags.
 /// The fields of an encoded record before its flows.
 struct Head {
     flags: u16,
@@ -233,6 +231,8 @@ struct Head {
     date_lost: u32,
 }
 
+/// Reads an encoded record's fields before its flows, checking its version, kind and
+/// lost reason as [`LinkRecord::decode`] does.
 fn read_head(r: &mut Reader<'_>) -> Result<Head> {
     r.version(RECORD_VERSION)?;
     let flags = r.u16()?;
