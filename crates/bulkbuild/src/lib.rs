@@ -25,11 +25,11 @@ mod sorter;
 pub use error::{Error, Result};
 pub use flow_input::{FlowInput, RowFile};
 pub use progress::{Progress, Stage};
-use sorter::RunPolicy;
 
 use ingest::{FileSummary, ReadOptions};
 use linkstore::build::{PageReport, Table};
 use linkstore::{Store, StoreOptions};
+use sorter::RunPolicy;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

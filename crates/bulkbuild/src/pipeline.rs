@@ -140,7 +140,10 @@ impl Files {
         Files {
             dir: plan.scratch.clone(),
             file_bytes: plan.file_bytes,
-            kept: (plan.flow_input.as_deref()).map(|d| KeptRows::new(d, &prefix)),
+            kept: plan
+                .flow_input
+                .as_deref()
+                .map(|d| KeptRows::new(d, &prefix)),
             prefix,
             open: BTreeMap::new(),
             done: Vec::new(),

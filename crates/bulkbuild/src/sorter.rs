@@ -94,11 +94,13 @@ impl RunPolicy {
     /// The codec of the next run, of `bytes`: as they are if they fit in what is left,
     /// which is then used up either way (a later, smaller run is compressed too).
     fn codec(&self, bytes: u64) -> RunCodec {
+        // An empty run still takes a byte, so a spent budget compresses every run.
+        let bytes = bytes.max(1);
         let left = self
             .raw_left
-            .fetch_update(Relaxed, Relaxed, |l| Some(l.saturating_sub(bytes.max(1))))
+            .fetch_update(Relaxed, Relaxed, |l| Some(l.saturating_sub(bytes)))
             .expect("the update always gives a value");
-        if left >= bytes.max(1) {
+        if left >= bytes {
             RunCodec::Raw
         } else {
             RunCodec::Lz4
