@@ -29,7 +29,7 @@ use crate::aggregate::{
 };
 use crate::crawl::{crawl_order, crawl_status, newer_crawl, next_state, CrawlOrder, UrlMetrics};
 use crate::error::{Error, Result};
-use crate::item::Item;
+use crate::item::{url_levels, Item};
 use crate::keys::{url_hash, url_key, DistinctKind, ItemHasher};
 use crate::page::{day_of, PageCrawl, PageState};
 use crate::record::{BacklinkFacts, LinkRecord};
@@ -295,11 +295,11 @@ impl PageRows {
             link_contributions(rec, 1, &self.hasher, 0, &mut self.contributions);
             if !rec.is_internal() {
                 // A root domain with one linked host reads that host's views.
-                let [_, host, domain] = Item::levels_of_url(&rec.target_url);
+                let [_, (_, host), (domain_level, domain)] = url_levels(&rec.target_url);
                 self.contributions.push(Contribution::Distinct {
-                    item_key: self.hasher.item_key(&domain),
+                    item_key: self.hasher.key_of(domain_level, domain),
                     kind: DistinctKind::LinkedHost,
-                    member: host.name,
+                    member: host.to_string(),
                     sign: 1,
                 });
             }
@@ -313,11 +313,9 @@ impl PageRows {
 }
 
 /// Keys of the three items of a URL and of the whole index.
-fn item_keys_of_url<'h>(hasher: &'h ItemHasher, url: &str) -> impl Iterator<Item = Vec<u8>> + 'h {
-    Item::levels_of_url(url)
-        .into_iter()
-        .chain([Item::index()])
-        .map(|i| hasher.item_key(&i))
+fn item_keys_of_url(hasher: &ItemHasher, url: &str) -> [Vec<u8>; 4] {
+    let [url, host, domain] = url_levels(url).map(|(level, name)| hasher.key_of(level, name));
+    [url, host, domain, hasher.item_key(&Item::index())]
 }
 
 /// Emits a row of a typed key and value.
@@ -602,15 +600,14 @@ impl Reducer {
         let key = BacklinkKey::parse(key)?;
         let item_hash = key.item_hash;
         let rec = BacklinkFacts::read(record)?;
-        let levels = Item::levels_of_url(rec.target_url);
-        let serves = levels
-            .each_ref()
-            .map(|item| self.hasher.hash(item.level, &item.name) == item_hash);
+        let levels = url_levels(rec.target_url);
+        let serves = levels.map(|(level, name)| self.hasher.hash(level, name) == item_hash);
         // A row of the root domain alone (`levels`: URL, host, domain).
+        let [_, _, (domain_level, domain)] = levels;
         let at_host = serves == [false, false, true]
             && self
                 .linked_hosts
-                .one_host(&self.hasher.item_key(&levels[2]));
+                .one_host(&self.hasher.key_of(domain_level, domain));
         let items = levels
             .into_iter()
             .zip(serves)

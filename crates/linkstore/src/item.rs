@@ -107,9 +107,10 @@ impl Item {
 
     /// The three items a stored URL belongs to, most specific first.
     pub fn levels_of_url(url: &str) -> [Item; 3] {
-        let host = host_of(url).to_string();
-        let domain = root_domain(&host).unwrap_or(&host).to_string();
-        [Item::url(url), Item::host(host), Item::domain(domain)]
+        url_levels(url).map(|(level, name)| Item {
+            level,
+            name: name.to_string(),
+        })
     }
 
     /// True when `url` (a normalised URL) falls under this item.
@@ -127,6 +128,18 @@ impl Item {
             Level::Index => true,
         }
     }
+}
+
+/// The levels and names of the three items a stored URL belongs to, most specific first
+/// ([`Item::levels_of_url`] without copies).
+pub(crate) fn url_levels(url: &str) -> [(Level, &str); 3] {
+    let host = host_of(url);
+    let domain = root_domain(host).unwrap_or(host);
+    [
+        (Level::Url, url),
+        (Level::SubDomain, host),
+        (Level::RootDomain, domain),
+    ]
 }
 
 /// Host of a normalised URL (`scheme://host[:port]/...`), without port.
@@ -163,14 +176,17 @@ fn root_domain_uncached(host: &str) -> Option<&str> {
     psl::domain_str(host)
 }
 
-/// A host and where its registered domain lies in it (`None`: it has none).
-type CachedHost = (Box<str>, Option<(usize, usize)>);
+/// A host and where its registered domain lies in it (`None`: it has none; an empty
+/// slot's host is `None`).
+type CachedHost = (String, Option<Option<(usize, usize)>>);
 
 /// The registered domains of recently seen hosts, per thread: a write looks up the same
 /// few hosts (a page's, its targets') many times per link, and the list lookup is the
-/// costly part. Direct-mapped and of fixed size, so hostile hosts only evict each other.
+/// costly part. Direct-mapped and of fixed size, so hostile hosts only evict each other;
+/// a slot's host keeps its allocation for the next (a bulk build's backlinks, grouped by
+/// target, look up their sources' hosts in no order, so most lookups there miss).
 struct RootDomains {
-    slots: Vec<Option<CachedHost>>,
+    slots: Vec<CachedHost>,
     hasher: foldhash::fast::FixedState,
 }
 
@@ -180,7 +196,7 @@ impl RootDomains {
     fn with<R>(f: impl FnOnce(&mut RootDomains) -> R) -> R {
         thread_local! {
             static CACHE: std::cell::RefCell<RootDomains> = std::cell::RefCell::new(RootDomains {
-                slots: vec![None; RootDomains::SLOTS],
+                slots: vec![(String::new(), None); RootDomains::SLOTS],
                 hasher: foldhash::fast::FixedState::default(),
             });
         }
@@ -189,16 +205,18 @@ impl RootDomains {
 
     fn lookup<'h>(&mut self, host: &'h str) -> Option<&'h str> {
         use std::hash::BuildHasher;
-        let slot = &mut self.slots[self.hasher.hash_one(host) as usize % Self::SLOTS];
-        let span = match slot {
-            Some((cached, span)) if **cached == *host => *span,
+        let (cached, found) = &mut self.slots[self.hasher.hash_one(host) as usize % Self::SLOTS];
+        let span = match found {
+            Some(span) if cached == host => *span,
             _ => {
                 // The registered domain is a slice of the host.
                 let span = root_domain_uncached(host).map(|d| {
                     let start = d.as_ptr() as usize - host.as_ptr() as usize;
                     (start, start + d.len())
                 });
-                *slot = Some((host.into(), span));
+                cached.clear();
+                cached.push_str(host);
+                *found = Some(span);
                 span
             }
         };

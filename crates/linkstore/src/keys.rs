@@ -38,10 +38,20 @@ impl ItemHasher {
         if level == Level::Url {
             return self.url_item(url_hash(name));
         }
-        let mut buf = Vec::with_capacity(name.len() + 1);
-        buf.push(level as u8);
-        buf.extend_from_slice(name.as_bytes());
-        self.cut(xxh3_64(&buf))
+        // Every bulk-built backlink hashes its target's host and domain: on the stack
+        // when the name is short, as host names are.
+        let mut stack = [0u8; 256];
+        let hash = if name.len() < stack.len() {
+            stack[0] = level as u8;
+            stack[1..=name.len()].copy_from_slice(name.as_bytes());
+            xxh3_64(&stack[..=name.len()])
+        } else {
+            let mut buf = Vec::with_capacity(name.len() + 1);
+            buf.push(level as u8);
+            buf.extend_from_slice(name.as_bytes());
+            xxh3_64(&buf)
+        };
+        self.cut(hash)
     }
 
     /// The item hash of the URL whose [`url_hash`] is `url_hash`.
@@ -59,10 +69,15 @@ impl ItemHasher {
 
     /// `hash | level | name | 0x00`: the exact prefix of all aggregate rows of one item.
     pub fn item_key(&self, item: &Item) -> Vec<u8> {
-        let mut k = Vec::with_capacity(item.name.len() + 10);
-        k.extend_from_slice(&self.hash(item.level, &item.name).to_be_bytes());
-        k.push(item.level as u8);
-        k.extend_from_slice(item.name.as_bytes());
+        self.key_of(item.level, &item.name)
+    }
+
+    /// [`ItemHasher::item_key`] of the item `level`, `name`, without an [`Item`].
+    pub fn key_of(&self, level: Level, name: &str) -> Vec<u8> {
+        let mut k = Vec::with_capacity(name.len() + 10);
+        k.extend_from_slice(&self.hash(level, name).to_be_bytes());
+        k.push(level as u8);
+        k.extend_from_slice(name.as_bytes());
         k.push(0);
         k
     }

@@ -112,7 +112,7 @@ pub(crate) fn item_views<'r>(
         target_contributions(
             &facts,
             1,
-            [item.clone()],
+            [(item.level, item.name.as_str())],
             hasher,
             &mut MemberShares(&mut sum),
         );

@@ -10,7 +10,7 @@
 //! their members lent.
 
 use crate::aggregate::{accumulate, AnchorText, Counters, RefDomain, TimelineDelta};
-use crate::item::{host_of, root_domain, Item, Level};
+use crate::item::{host_of, root_domain, url_levels, Item, Level};
 use crate::keys::{level_of_item_key, link_key, DistinctKind, ItemHasher};
 use crate::record::{BacklinkFacts, LinkKind, LinkRecord};
 use crate::table::{BacklinkKey, EncodedRecord, ExpiryLinkKey};
@@ -75,7 +75,7 @@ pub(crate) fn contributions(
 ) {
     link_contributions(rec, sign, hasher, generation, out);
     if !rec.is_internal() {
-        let items = Item::levels_of_url(&rec.target_url);
+        let items = url_levels(&rec.target_url);
         target_contributions(&rec.backlink_facts(), sign, items, hasher, out);
     }
 }
@@ -92,8 +92,8 @@ pub(crate) fn link_contributions(
     generation: u8,
     out: &mut Vec<Contribution>,
 ) {
-    let source_levels = Item::levels_of_url(&rec.source_url);
-    let source_domain = source_levels[2].name.as_str();
+    let source_levels = url_levels(&rec.source_url);
+    let source_domain = source_levels[2].1;
     let target_domain = domain_of_url(&rec.target_url);
     let index_key = hasher.item_key(&Item::index());
 
@@ -105,8 +105,8 @@ pub(crate) fn link_contributions(
             sign,
         });
     } else {
-        for item in &source_levels {
-            let item_key = hasher.item_key(item);
+        for (level, name) in source_levels {
+            let item_key = hasher.key_of(level, name);
             let mut delta = Counters::default();
             if rec.is_internal() {
                 delta.out_links_internal = sign;
@@ -114,7 +114,7 @@ pub(crate) fn link_contributions(
                 delta.out_links_external = sign;
                 // Out-domains of a page come from its link set (`page_out_domains`), of
                 // a root domain from its referring-domain rows (`out_domain_counters`).
-                if item.level == Level::SubDomain {
+                if level == Level::SubDomain {
                     out.push(Contribution::Distinct {
                         item_key: item_key.clone(),
                         kind: DistinctKind::OutDomain,
@@ -257,10 +257,10 @@ impl ViewSink for Vec<Contribution> {
 /// URL): referring domain, addresses and subnets, anchor text and its referring
 /// domains, found and lost days, counters. What depends on the link alone is worked out
 /// once for all the items.
-pub(crate) fn target_contributions<S: ViewSink + ?Sized>(
+pub(crate) fn target_contributions<'i, S: ViewSink + ?Sized>(
     rec: &BacklinkFacts,
     sign: i64,
-    items: impl IntoIterator<Item = Item>,
+    items: impl IntoIterator<Item = (Level, &'i str)>,
     hasher: &ItemHasher,
     out: &mut S,
 ) {
@@ -271,8 +271,8 @@ pub(crate) fn target_contributions<S: ViewSink + ?Sized>(
     let anchor = lower_case(rec.anchor_text);
     let anchor_domain = pair_member(source_domain, &anchor);
     let ip = rec.source_ip.map(ip_member);
-    for item in items {
-        let item_key = hasher.item_key(&item);
+    for (level, name) in items {
+        let item_key = hasher.key_of(level, name);
         out.ref_domain(&item_key, source_domain, ref_domain_share(rec, sign));
         // Subnets are counted from the addresses' rows (`subnet_of_member`).
         if let Some(ip) = &ip {
