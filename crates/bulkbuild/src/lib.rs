@@ -31,7 +31,7 @@ use linkstore::build::{PageReport, Table};
 use linkstore::{Store, StoreOptions};
 use sorter::RunPolicy;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::RecvTimeoutError;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -190,24 +190,28 @@ fn build_into(
     }
 
     let started = Instant::now();
-    let done = AtomicBool::new(false);
+    // Dropped when the workers are done: the progress thread then ends at once instead
+    // of at its next tick, which held up every build by a quarter second on average.
+    let (done, workers_done) = std::sync::mpsc::channel::<()>();
     let read_done_at = std::sync::Mutex::new(None::<f64>);
     let outputs = std::thread::scope(|s| {
-        s.spawn(|| {
-            while !done.load(Ordering::Relaxed) {
-                let secs = started.elapsed().as_secs_f64();
-                let all_read = progress::Counters::get(&progress.files_read) == files.len() as u64;
-                let (stage, stage_secs) = if all_read {
-                    let read_secs = *read_done_at
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .get_or_insert(secs);
-                    (Stage::Reduce, secs - read_secs)
-                } else {
-                    (Stage::Read, secs)
-                };
-                on_progress(&Progress::of(&progress, stage, secs, stage_secs));
-                std::thread::sleep(Duration::from_millis(500));
+        let (progress, read_done_at, on_progress) = (&progress, &read_done_at, &on_progress);
+        s.spawn(move || loop {
+            let secs = started.elapsed().as_secs_f64();
+            let all_read = progress::Counters::get(&progress.files_read) == files.len() as u64;
+            let (stage, stage_secs) = if all_read {
+                let read_secs = *read_done_at
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .get_or_insert(secs);
+                (Stage::Reduce, secs - read_secs)
+            } else {
+                (Stage::Read, secs)
+            };
+            on_progress(&Progress::of(progress, stage, secs, stage_secs));
+            match workers_done.recv_timeout(Duration::from_millis(500)) {
+                Err(RecvTimeoutError::Timeout) => {}
+                Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
             }
         });
         let plan = plan.clone();
@@ -218,7 +222,7 @@ fn build_into(
             Ok(guards) => guards.join(),
             Err(e) => vec![Err(e)],
         };
-        done.store(true, Ordering::Relaxed);
+        drop(done);
         outputs
     });
     let reduced_at = started.elapsed().as_secs_f64();
