@@ -102,6 +102,11 @@ pub struct BuildReport {
     pub sst_files: usize,
     pub sst_bytes: u64,
     pub rows: u64,
+    /// Sorted runs spilled to the scratch directory and written as they are
+    /// ([`BuildOptions::raw_run_bytes`]); 0 when every sort fit in memory.
+    pub runs_as_they_are: u64,
+    /// Sorted runs spilled to the scratch directory and LZ4-compressed.
+    pub runs_compressed: u64,
     /// What [`BuildOptions::keep_flow_input`] kept.
     pub flow_input: Option<FlowInput>,
 }
@@ -192,10 +197,10 @@ fn build_into(
     let started = Instant::now();
     // Dropped when the workers are done: the progress thread then ends at once instead
     // of at its next tick, which held up every build by a quarter second on average.
-    let (done, workers_done) = std::sync::mpsc::channel::<()>();
+    let (done, workers_done) = std::sync::mpsc::channel::<std::convert::Infallible>();
     let read_done_at = std::sync::Mutex::new(None::<f64>);
     let outputs = std::thread::scope(|s| {
-        let (progress, read_done_at, on_progress) = (&progress, &read_done_at, &on_progress);
+        let (progress, read_done_at) = (&progress, &read_done_at);
         s.spawn(move || loop {
             let secs = started.elapsed().as_secs_f64();
             let all_read = progress::Counters::get(&progress.files_read) == files.len() as u64;
@@ -211,7 +216,8 @@ fn build_into(
             on_progress(&Progress::of(progress, stage, secs, stage_secs));
             match workers_done.recv_timeout(Duration::from_millis(500)) {
                 Err(RecvTimeoutError::Timeout) => {}
-                Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
+                Ok(never) => match never {},
+                Err(RecvTimeoutError::Disconnected) => break,
             }
         });
         let plan = plan.clone();
@@ -257,6 +263,7 @@ fn build_into(
         }
     }
 
+    let (runs_as_they_are, runs_compressed) = plan.runs.runs();
     on_progress(&Progress::of(&progress, Stage::Ingest, reduced_at, 0.0));
     let ingest_started = Instant::now();
     let mut sst_files = 0;
@@ -279,6 +286,8 @@ fn build_into(
         sst_files,
         sst_bytes: progress::Counters::get(&progress.sst_bytes),
         rows: progress::Counters::get(&progress.rows_written),
+        runs_as_they_are,
+        runs_compressed,
         flow_input,
     })
 }

@@ -81,13 +81,25 @@ impl RunCodec {
 /// run is LZ4-compressed.
 #[derive(Clone, Debug)]
 pub(crate) struct RunPolicy {
-    raw_left: Arc<AtomicU64>,
+    shared: Arc<RunBudget>,
+}
+
+#[derive(Debug)]
+struct RunBudget {
+    raw_left: AtomicU64,
+    /// Runs written so far, as they are and compressed: what the build reports.
+    raw_runs: AtomicU64,
+    compressed_runs: AtomicU64,
 }
 
 impl RunPolicy {
     pub(crate) fn new(raw_bytes: u64) -> RunPolicy {
         RunPolicy {
-            raw_left: Arc::new(AtomicU64::new(raw_bytes)),
+            shared: Arc::new(RunBudget {
+                raw_left: AtomicU64::new(raw_bytes),
+                raw_runs: AtomicU64::new(0),
+                compressed_runs: AtomicU64::new(0),
+            }),
         }
     }
 
@@ -97,14 +109,23 @@ impl RunPolicy {
         // An empty run still takes a byte, so a spent budget compresses every run.
         let bytes = bytes.max(1);
         let left = self
+            .shared
             .raw_left
             .fetch_update(Relaxed, Relaxed, |l| Some(l.saturating_sub(bytes)))
             .expect("the update always gives a value");
-        if left >= bytes {
-            RunCodec::Raw
+        let (codec, count) = if left >= bytes {
+            (RunCodec::Raw, &self.shared.raw_runs)
         } else {
-            RunCodec::Lz4
-        }
+            (RunCodec::Lz4, &self.shared.compressed_runs)
+        };
+        count.fetch_add(1, Relaxed);
+        codec
+    }
+
+    /// Runs written so far: as they are, and compressed.
+    pub(crate) fn runs(&self) -> (u64, u64) {
+        let b = &self.shared;
+        (b.raw_runs.load(Relaxed), b.compressed_runs.load(Relaxed))
     }
 }
 

@@ -87,8 +87,8 @@ fn assert_some_ranked(rows: &Rows) {
     }
 }
 
-/// Small enough that every sorter spills, and the hot items' sums overflow and are
-/// reduced stage by stage. Builds with it also cut their table files small
+/// Small enough that every sorter spills on a web of a few thousand pages, and the hot
+/// items' sums overflow and are reduced stage by stage. Builds with it also cut their table files small
 /// ([`SMALL_FILES`]).
 const SPILLING: usize = 8 << 20;
 /// Raw bytes per table file for builds with [`SPILLING`] memory: every large table is cut
@@ -131,6 +131,12 @@ fn bulk_with_report(
     };
     let report = build(dir, files, &opts, &|_| {}).unwrap();
     assert!(report.pages.pages > 0 && report.sst_files > 0, "{report:?}");
+    if opts.raw_run_bytes == u64::MAX {
+        assert_eq!(
+            report.runs_compressed, 0,
+            "every run fits the raw budget: {report:?}"
+        );
+    }
     let rows = rows(&Store::open(dir, &StoreOptions::default()).unwrap());
     (rows, report)
 }
@@ -185,6 +191,9 @@ fn bulk_and_incremental_stores_are_equal_row_for_row() {
             assert_same(&expected, &got, &format!("{order}, {workers} workers"));
             // Far more files than tables: large tables were cut into many.
             assert!(report.sst_files > 4 * Table::ALL.len(), "{report:?}");
+            // Runs spilled in the mix this build was set up to write.
+            assert!(report.runs_as_they_are > 0, "{report:?}");
+            assert_eq!(report.runs_compressed > 0, workers == 2, "{report:?}");
         }
     }
 }

@@ -1024,14 +1024,16 @@ fn print_build_report(r: &bulkbuild::BuildReport) {
         r.files.iter().map(|f| f.bad_records).sum::<u64>()
     );
     println!(
-        "  read {:.1}s, sort/reduce/write {:.1}s, ingest {:.1}s: {:.0} links read/s; {} SST files, {} MiB, {} rows",
+        "  read {:.1}s, sort/reduce/write {:.1}s, ingest {:.1}s: {:.0} links read/s; {} SST files, {} MiB, {} rows; {} sorted runs spilled ({} compressed)",
         r.read_seconds,
         r.reduce_seconds,
         r.ingest_seconds,
         links as f64 / r.seconds().max(1e-3),
         r.sst_files,
         r.sst_bytes >> 20,
-        r.rows
+        r.rows,
+        r.runs_as_they_are + r.runs_compressed,
+        r.runs_compressed
     );
 }
 

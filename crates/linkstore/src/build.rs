@@ -314,8 +314,14 @@ impl PageRows {
 
 /// Keys of the three items of a URL and of the whole index.
 fn item_keys_of_url(hasher: &ItemHasher, url: &str) -> [Vec<u8>; 4] {
-    let [url, host, domain] = url_levels(url).map(|(level, name)| hasher.key_of(level, name));
-    [url, host, domain, hasher.item_key(&Item::index())]
+    let [url_key, host_key, domain_key] =
+        url_levels(url).map(|(level, name)| hasher.key_of(level, name));
+    [
+        url_key,
+        host_key,
+        domain_key,
+        hasher.item_key(&Item::index()),
+    ]
 }
 
 /// Emits a row of a typed key and value.

@@ -176,8 +176,8 @@ fn root_domain_uncached(host: &str) -> Option<&str> {
     psl::domain_str(host)
 }
 
-/// A host and where its registered domain lies in it (`None`: it has none; an empty
-/// slot's host is `None`).
+/// A host and where its registered domain lies in it: the outer `None` marks an empty
+/// slot, the inner one a host without a registered domain.
 type CachedHost = (String, Option<Option<(usize, usize)>>);
 
 /// The registered domains of recently seen hosts, per thread: a write looks up the same

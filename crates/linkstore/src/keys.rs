@@ -322,6 +322,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn host_and_domain_hashes_are_of_the_level_byte_then_the_name() {
+        // Every stored key holds these hashes: names hashed on the stack and on the heap
+        // must hash as they always have, either side of the stack buffer's end.
+        let h = ItemHasher::new(64);
+        for len in [0, 1, 254, 255, 256, 257, 2048] {
+            let name = "n".repeat(len);
+            for level in [Level::SubDomain, Level::RootDomain] {
+                let mut bytes = vec![level as u8];
+                bytes.extend_from_slice(name.as_bytes());
+                assert_eq!(h.hash(level, &name), xxh3_64(&bytes), "{len} bytes");
+            }
+        }
+    }
+
+    #[test]
     fn tiny_hashes_collide_but_item_keys_stay_distinct() {
         let h = ItemHasher::new(2);
         let a = Item::domain("a.com");

@@ -162,11 +162,11 @@ pub(crate) fn link_contributions(
     });
     let link = link_key(&rec.source_url, &rec.target_url);
     let encoded = (sign > 0).then(|| EncodedRecord::of(rec));
-    for item in Item::levels_of_url(&rec.target_url) {
+    for (level, name) in url_levels(&rec.target_url) {
         out.push(Contribution::Backlink {
             key: BacklinkKey {
                 generation,
-                item_hash: hasher.hash(item.level, &item.name),
+                item_hash: hasher.hash(level, name),
                 source_trust_flow: rec.source_flow.trust_flow,
                 link,
             },

@@ -21,7 +21,7 @@ use crate::crawl::{
     CrawlOrder, UrlMetrics,
 };
 use crate::error::Result;
-use crate::item::Item;
+use crate::item::{url_levels, Item};
 use crate::keys::{
     distinct_key, link_key, member_of_key, DistinctKind, ItemHasher, EXPIRY_LINK, EXPIRY_PAGE,
 };
@@ -503,10 +503,10 @@ impl<'a> Writer<'a> {
         self.add_counters(index_key, &delta);
         let source_domain = domain_of_url(&rec.source_url);
         // In line with other contributions: a backlink row's writes keep their order.
-        for item in Item::levels_of_url(&rec.target_url) {
+        for (level, name) in url_levels(&rec.target_url) {
             let key = BacklinkKey {
                 generation: self.generation,
-                item_hash: self.store.hasher.hash(item.level, &item.name),
+                item_hash: self.store.hasher.hash(level, name),
                 source_trust_flow: rec.source_flow.trust_flow,
                 link,
             };
@@ -517,7 +517,7 @@ impl<'a> Writer<'a> {
                     record: Some(encoded.clone()),
                 });
             }
-            let item_key = self.store.hasher.item_key(&item);
+            let item_key = self.store.hasher.key_of(level, name);
             // Links and dates unchanged but the last seen one, a maximum: no need to read
             // the referring-domain row now (a fifth of a re-crawl round's time when it
             // was read with the others).
@@ -1509,9 +1509,9 @@ impl BatchRows {
 /// The item keys of a URL's levels (URL, host, root domain), and with `with_index` the
 /// whole index's.
 fn url_item_keys(hasher: &ItemHasher, url: &str, with_index: bool) -> Vec<Vec<u8>> {
-    let mut keys: Vec<Vec<u8>> = Item::levels_of_url(url)
-        .iter()
-        .map(|item| hasher.item_key(item))
+    let mut keys: Vec<Vec<u8>> = url_levels(url)
+        .into_iter()
+        .map(|(level, name)| hasher.key_of(level, name))
         .collect();
     if with_index {
         keys.push(hasher.item_key(&Item::index()));
