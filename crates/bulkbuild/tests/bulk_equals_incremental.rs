@@ -88,8 +88,8 @@ fn assert_some_ranked(rows: &Rows) {
 }
 
 /// Small enough that every sorter spills on a web of a few thousand pages, and the hot
-/// items' sums overflow and are reduced stage by stage. Builds with it also cut their table files small
-/// ([`SMALL_FILES`]).
+/// items' sums overflow and are reduced stage by stage. Builds with it also cut their
+/// table files small ([`SMALL_FILES`]).
 const SPILLING: usize = 8 << 20;
 /// Raw bytes per table file for builds with [`SPILLING`] memory: every large table is cut
 /// into many files, which must hold the same rows as one would.

@@ -277,7 +277,7 @@ impl PageRows {
             last_crawl_day: i64::from(day),
             ..Default::default()
         };
-        for key in item_keys_of_url(&self.hasher, &url) {
+        for key in self.hasher.url_item_keys(&url, true) {
             emit_row(emit, &CountersKey(&key), &crawled);
         }
         let out_domains = page_out_domains(&records);
@@ -310,18 +310,6 @@ impl PageRows {
         self.sum.flush(emit);
         Ok(())
     }
-}
-
-/// Keys of the three items of a URL and of the whole index.
-fn item_keys_of_url(hasher: &ItemHasher, url: &str) -> [Vec<u8>; 4] {
-    let [url_key, host_key, domain_key] =
-        url_levels(url).map(|(level, name)| hasher.key_of(level, name));
-    [
-        url_key,
-        host_key,
-        domain_key,
-        hasher.item_key(&Item::index()),
-    ]
 }
 
 /// Emits a row of a typed key and value.
@@ -821,7 +809,7 @@ impl Reducer {
                     indexed_urls: 1,
                     ..Default::default()
                 };
-                for item_key in item_keys_of_url(&self.hasher, key.0) {
+                for item_key in self.hasher.url_item_keys(key.0, true) {
                     let (t, k, v) = row(&CountersKey(&item_key), &delta);
                     out.feed(t, k, v);
                 }

@@ -9,7 +9,7 @@
 //! hashes collide. Backlink ordering keys carry only the hash; readers verify the full
 //! URLs held in the record.
 
-use crate::item::{Item, Level};
+use crate::item::{url_levels, Item, Level};
 use crate::record::FlowPair;
 use xxhash_rust::xxh3::xxh3_64;
 
@@ -70,6 +70,19 @@ impl ItemHasher {
     /// `hash | level | name | 0x00`: the exact prefix of all aggregate rows of one item.
     pub fn item_key(&self, item: &Item) -> Vec<u8> {
         self.key_of(item.level, &item.name)
+    }
+
+    /// The item keys of a URL's levels (URL, host, root domain), and with `with_index`
+    /// the whole index's.
+    pub(crate) fn url_item_keys(&self, url: &str, with_index: bool) -> Vec<Vec<u8>> {
+        let mut keys: Vec<Vec<u8>> = url_levels(url)
+            .into_iter()
+            .map(|(level, name)| self.key_of(level, name))
+            .collect();
+        if with_index {
+            keys.push(self.item_key(&Item::index()));
+        }
+        keys
     }
 
     /// [`ItemHasher::item_key`] of the item `level`, `name`, without an [`Item`].

@@ -783,7 +783,7 @@ impl<'a> Writer<'a> {
     }
 
     fn add_counters_for_url(&mut self, url: &str, delta: &Counters, with_index: bool) {
-        for key in url_item_keys(&self.store.hasher, url, with_index) {
+        for key in self.store.hasher.url_item_keys(url, with_index) {
             self.add_counters(key, delta);
         }
     }
@@ -1414,7 +1414,7 @@ impl BatchRows {
         for ((_, url, n), value) in moves.iter().zip(values) {
             let moved = write_count(batch, &UrlRefKey(url), value?.as_deref(), *n)?;
             if moved != 0 {
-                for item_key in url_item_keys(hasher, url, true) {
+                for item_key in hasher.url_item_keys(url, true) {
                     *indexed.entry(item_key).or_default() += moved;
                 }
             }
@@ -1504,19 +1504,6 @@ impl BatchRows {
         }
         Ok(out)
     }
-}
-
-/// The item keys of a URL's levels (URL, host, root domain), and with `with_index` the
-/// whole index's.
-fn url_item_keys(hasher: &ItemHasher, url: &str, with_index: bool) -> Vec<Vec<u8>> {
-    let mut keys: Vec<Vec<u8>> = url_levels(url)
-        .into_iter()
-        .map(|(level, name)| hasher.key_of(level, name))
-        .collect();
-    if with_index {
-        keys.push(hasher.item_key(&Item::index()));
-    }
-    keys
 }
 
 /// Writes a reference count `stored` moved by `n` (its row deleted at zero), and returns
