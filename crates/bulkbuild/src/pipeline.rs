@@ -449,7 +449,7 @@ impl PagesOp {
         PagesOp {
             sorter: Some(plan.sorter(&format!("w{index}-pages"))),
             groups: None,
-            rows: PageRows::new(plan.hash_bits, plan.writer_rows),
+            rows: PageRows::new(plan.hash_bits, plan.writer_rows, plan.flow_input.is_some()),
             files: Files::new(plan, format!("w{index:03}-p")),
             shared,
             progress: plan.progress.clone(),

@@ -29,7 +29,7 @@ use crate::aggregate::{
 };
 use crate::crawl::{crawl_order, crawl_status, newer_crawl, next_state, CrawlOrder, UrlMetrics};
 use crate::error::{Error, Result};
-use crate::item::{url_levels, Item};
+use crate::item::{url_levels, Item, Level};
 use crate::keys::{url_hash, url_key, DistinctKind, ItemHasher};
 use crate::page::{day_of, PageCrawl, PageState};
 use crate::record::{BacklinkFacts, LinkRecord};
@@ -43,6 +43,7 @@ use crate::table::{
 use crate::views::{
     distinct_counters, link_contributions, out_domain_counters, page_out_domains,
     ref_domain_counters, split_anchor_member, subnet_of_member, target_contributions, Contribution,
+    ViewFacts,
 };
 use crate::writer::ApplyStats;
 use std::collections::BTreeMap;
@@ -52,6 +53,7 @@ use std::sync::OnceLock;
 mod contribution_sum;
 pub(crate) mod item_rows;
 mod linked_hosts;
+mod view_row;
 pub(crate) use contribution_sum::ContributionSum;
 use item_rows::{item_rows, MemberRows, Row};
 use linked_hosts::LinkedHosts;
@@ -185,18 +187,25 @@ pub struct PageRows {
     pub report: PageReport,
     /// Whether external links' `links` rows are emitted ([`Reducer::new`]).
     writer_rows: bool,
+    /// Whether a link's host and root-domain `backlinks` rows carry its record too
+    /// ([`PageRows::new`]).
+    records_at_every_level: bool,
 }
 
 impl PageRows {
     /// `hash_bits`: as the store was created with ([`Store::hash_bits`](crate::Store::hash_bits));
-    /// `writer_rows` as for [`Reducer::new`].
-    pub fn new(hash_bits: u8, writer_rows: bool) -> PageRows {
+    /// `writer_rows` as for [`Reducer::new`]. A link's host and root-domain `backlinks`
+    /// rows carry what their views need ([`view_row`]), or with
+    /// `records_at_every_level` its whole record, as a builder that keeps the rows for a
+    /// flow build needs them.
+    pub fn new(hash_bits: u8, writer_rows: bool, records_at_every_level: bool) -> PageRows {
         PageRows {
             hasher: ItemHasher::new(hash_bits),
             contributions: Vec::new(),
             sum: ContributionSum::default(),
             report: PageReport::default(),
             writer_rows,
+            records_at_every_level,
         }
     }
 
@@ -292,19 +301,42 @@ impl PageRows {
         for rec in &records {
             emit_row(emit, &UrlRefKey(&rec.target_url), &Count(1));
             self.contributions.clear();
-            link_contributions(rec, 1, &self.hasher, 0, &mut self.contributions);
-            if !rec.is_internal() {
+            let facts = (!rec.is_internal()).then(|| ViewFacts::of(&rec.backlink_facts()));
+            let hasher = &self.hasher;
+            link_contributions(rec, facts.as_ref(), 1, hasher, 0, &mut self.contributions);
+            let levels = url_levels(&rec.target_url);
+            if facts.is_some() {
                 // A root domain with one linked host reads that host's views.
-                let [_, (_, host), (domain_level, domain)] = url_levels(&rec.target_url);
+                let [_, (_, host), (domain_level, domain)] = levels;
                 self.contributions.push(Contribution::Distinct {
-                    item_key: self.hasher.key_of(domain_level, domain),
+                    item_key: hasher.key_of(domain_level, domain),
                     kind: DistinctKind::LinkedHost,
                     member: host.to_string(),
                     sign: 1,
                 });
             }
+            let view_rows = facts
+                .as_ref()
+                .filter(|_| !self.records_at_every_level)
+                .map(|facts| (facts, levels.map(|(level, name)| hasher.hash(level, name))));
             for c in self.contributions.drain(..) {
-                self.sum.add(c, emit);
+                match (c, &view_rows) {
+                    (Contribution::Backlink { key, .. }, Some((facts, hashes)))
+                        if !key.is_url_row(hasher) =>
+                    {
+                        // The host's or root domain's row (or both's, when their hashes
+                        // are equal): what their views need.
+                        let (mut items, mut n) = ([levels[1]; 2], 0);
+                        for i in (1..3).filter(|&i| hashes[i] == key.item_hash) {
+                            items[n] = levels[i];
+                            n += 1;
+                        }
+                        let mut value = Vec::with_capacity(64);
+                        view_row::encode(&items[..n], facts, &mut value);
+                        emit(Table::Backlinks, key.encode(), value);
+                    }
+                    (c, _) => self.sum.add(c, emit),
+                }
             }
         }
         self.sum.flush(emit);
@@ -582,18 +614,37 @@ impl Reducer {
     }
 
     /// A backlink row's share of its target item's views: the target contributions of
-    /// its record for each level of the target URL the key's item hash stands for (two
-    /// levels share one row when their hashes are equal, as with forced collisions).
-    /// Returns where the row goes.
+    /// its record (or [`view_row`]) for each level of the target URL the key's item hash
+    /// stands for (two levels share one row when their hashes are equal, as with forced
+    /// collisions). Returns where the row goes.
     fn backlink_views(
         &mut self,
         key: &[u8],
-        record: &[u8],
+        value: &[u8],
         emit: &mut Emit<'_>,
     ) -> Result<BacklinkRow> {
         let key = BacklinkKey::parse(key)?;
+        if view_row::is_view_row(value) {
+            // A host's or root domain's row, the items it stands for named.
+            let row = view_row::ViewRow::read(value)?;
+            let items = row.items();
+            let at_host = match items {
+                [(Level::RootDomain, domain)] => self
+                    .linked_hosts
+                    .one_host(&self.hasher.key_of(Level::RootDomain, domain)),
+                _ => false,
+            };
+            let items = items.iter().copied();
+            target_contributions(&row.facts, 1, items, &self.hasher, &mut self.sum);
+            self.sum.flush_if_full(emit);
+            return Ok(if at_host {
+                BacklinkRow::Left
+            } else {
+                BacklinkRow::Written { at_url: false }
+            });
+        }
         let item_hash = key.item_hash;
-        let rec = BacklinkFacts::read(record)?;
+        let rec = BacklinkFacts::read(value)?;
         let levels = url_levels(rec.target_url);
         let serves = levels.map(|(level, name)| self.hasher.hash(level, name) == item_hash);
         // A row of the root domain alone (`levels`: URL, host, domain).
@@ -606,7 +657,8 @@ impl Reducer {
             .into_iter()
             .zip(serves)
             .filter_map(|(item, serves)| serves.then_some(item));
-        target_contributions(&rec, 1, items, &self.hasher, &mut self.sum);
+        let facts = ViewFacts::of(&rec);
+        target_contributions(&facts, 1, items, &self.hasher, &mut self.sum);
         self.sum.flush_if_full(emit);
         Ok(if at_host {
             BacklinkRow::Left
@@ -658,11 +710,17 @@ impl Reducer {
         }
         match table {
             Table::Backlinks => {
-                // One row per key, as below; its record feeds the target's views.
+                // One row per key, as below; its record or view row feeds the target's
+                // views.
                 if let Some(v) = values.next_value() {
                     let fed = &mut |t, k, v| out.feed(t, k, v);
                     if let BacklinkRow::Written { at_url } = self.backlink_views(key, v, fed)? {
-                        out.backlink(key, v, at_url);
+                        let record = if view_row::is_view_row(v) {
+                            &crate::table::POINTER[..]
+                        } else {
+                            v
+                        };
+                        out.backlink(key, record, at_url);
                     }
                 }
             }

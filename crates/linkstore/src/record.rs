@@ -273,7 +273,29 @@ pub(crate) struct BacklinkFacts<'a> {
     pub source_ip: Option<IpAddr>,
 }
 
+/// A backlink's state, as its target items' views count it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LinkState {
+    pub deleted: bool,
+    pub nofollow: bool,
+    pub kind: LinkKind,
+    pub first_seen: u32,
+    pub last_seen: u32,
+    pub date_lost: u32,
+}
+
 impl<'a> BacklinkFacts<'a> {
+    pub(crate) fn state(&self) -> LinkState {
+        LinkState {
+            deleted: self.deleted,
+            nofollow: self.nofollow,
+            kind: self.kind,
+            first_seen: self.first_seen,
+            last_seen: self.last_seen,
+            date_lost: self.date_lost,
+        }
+    }
+
     /// Reads the facts of the encoded record `buf`, checking the fields up to its address
     /// as [`LinkRecord::decode`] does (the rest, history to topics, is not read).
     pub(crate) fn read(buf: &'a [u8]) -> Result<BacklinkFacts<'a>> {

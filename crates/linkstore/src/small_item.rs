@@ -21,7 +21,7 @@ use crate::keys::{level_of_item_key, DistinctKind, ItemHasher};
 use crate::record::LinkRecord;
 use crate::store::prefix_successor;
 use crate::table::{CountersKey, TableKey};
-use crate::views::{target_contributions, ViewSink};
+use crate::views::{target_contributions, ViewFacts, ViewSink};
 
 /// URLs, hosts and root domains with at most this many backlinks (deleted ones
 /// included) keep no rows in `refdomains`, `anchors` or `distinct` (kinds 1 and 3).
@@ -108,7 +108,7 @@ pub(crate) fn item_views<'r>(
     // The records are in memory already: no budget to flush at.
     let mut sum = ContributionSum::with_budget(usize::MAX);
     for rec in records {
-        let facts = rec.backlink_facts();
+        let facts = ViewFacts::of(&rec.backlink_facts());
         target_contributions(
             &facts,
             1,

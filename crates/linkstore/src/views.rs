@@ -12,7 +12,7 @@
 use crate::aggregate::{accumulate, AnchorText, Counters, RefDomain, TimelineDelta};
 use crate::item::{host_of, root_domain, url_levels, Item, Level};
 use crate::keys::{level_of_item_key, link_key, DistinctKind, ItemHasher};
-use crate::record::{BacklinkFacts, LinkKind, LinkRecord};
+use crate::record::{BacklinkFacts, LinkKind, LinkRecord, LinkState};
 use crate::table::{BacklinkKey, EncodedRecord, ExpiryLinkKey};
 use std::borrow::Cow;
 use std::net::IpAddr;
@@ -73,20 +73,21 @@ pub(crate) fn contributions(
     generation: u8,
     out: &mut Vec<Contribution>,
 ) {
-    link_contributions(rec, sign, hasher, generation, out);
-    if !rec.is_internal() {
-        let items = url_levels(&rec.target_url);
-        target_contributions(&rec.backlink_facts(), sign, items, hasher, out);
+    let facts = (!rec.is_internal()).then(|| ViewFacts::of(&rec.backlink_facts()));
+    link_contributions(rec, facts.as_ref(), sign, hasher, generation, out);
+    if let Some(facts) = &facts {
+        target_contributions(facts, sign, url_levels(&rec.target_url), hasher, out);
     }
 }
 
 /// The contributions of `rec` that are not a target item's views: the source page's
 /// counters and out-domains, the whole index's counters and addresses, the deleted
-/// link's expiry row, and (external links) one backlink row per target level. A bulk
-/// build derives the rest from each backlink row when it reduces it (one source of
-/// contributions either way).
+/// link's expiry row, and (external links, whose [`ViewFacts`] are `facts`) one
+/// backlink row per target level. A bulk build derives the rest from each backlink row
+/// when it reduces it (one source of contributions either way).
 pub(crate) fn link_contributions(
     rec: &LinkRecord,
+    facts: Option<&ViewFacts<'_>>,
     sign: i64,
     hasher: &ItemHasher,
     generation: u8,
@@ -155,10 +156,18 @@ pub(crate) fn link_contributions(
     if rec.is_internal() {
         return;
     }
+    let worked_out;
+    let facts = match facts {
+        Some(facts) => facts,
+        None => {
+            worked_out = ViewFacts::of(&rec.backlink_facts());
+            &worked_out
+        }
+    };
 
     out.push(Contribution::Counters {
         item_key: index_key,
-        delta: backlink_counters(&rec.backlink_facts(), source_domain, sign),
+        delta: backlink_counters(facts, sign),
     });
     let link = link_key(&rec.source_url, &rec.target_url);
     let encoded = (sign > 0).then(|| EncodedRecord::of(rec));
@@ -175,26 +184,25 @@ pub(crate) fn link_contributions(
     }
 }
 
-/// What one backlink adds to (or, `sign` -1, takes from) a target item's counters
-/// (`source_domain`: its source's root domain).
-fn backlink_counters(rec: &BacklinkFacts, source_domain: &str, sign: i64) -> Counters {
-    let (edu, gov) = edu_gov(source_domain);
+/// What one backlink adds to (or, `sign` -1, takes from) a target item's counters.
+fn backlink_counters(facts: &ViewFacts<'_>, sign: i64) -> Counters {
+    let link = &facts.link;
     let mut delta = Counters {
         ext_backlinks: sign,
-        deleted_links: sign * i64::from(rec.deleted),
-        nofollow_links: sign * i64::from(rec.nofollow),
-        redirect_links: sign * i64::from(rec.kind == LinkKind::Redirect),
-        image_links: sign * i64::from(rec.kind == LinkKind::Image),
-        frame_links: sign * i64::from(rec.kind == LinkKind::Frame),
-        text_links: sign * i64::from(rec.kind == LinkKind::Text),
-        https_links: sign * i64::from(rec.source_url.starts_with("https:")),
-        edu_links: sign * i64::from(edu),
-        gov_links: sign * i64::from(gov),
+        deleted_links: sign * i64::from(link.deleted),
+        nofollow_links: sign * i64::from(link.nofollow),
+        redirect_links: sign * i64::from(link.kind == LinkKind::Redirect),
+        image_links: sign * i64::from(link.kind == LinkKind::Image),
+        frame_links: sign * i64::from(link.kind == LinkKind::Frame),
+        text_links: sign * i64::from(link.kind == LinkKind::Text),
+        https_links: sign * i64::from(facts.https),
+        edu_links: sign * i64::from(facts.edu),
+        gov_links: sign * i64::from(facts.gov),
         ..Default::default()
     };
     if sign > 0 {
-        delta.first_link_day = i64::from(rec.first_seen);
-        delta.last_link_day = i64::from(rec.last_seen);
+        delta.first_link_day = i64::from(link.first_seen);
+        delta.last_link_day = i64::from(link.last_seen);
     }
     delta
 }
@@ -253,44 +261,73 @@ impl ViewSink for Vec<Contribution> {
     }
 }
 
+/// What a backlink gives each of its target items' views, worked out once per link: its
+/// record's facts, with its source's registered domain (and whether that is an
+/// educational or government one) and its anchor text as the views spell it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ViewFacts<'a> {
+    pub source_domain: &'a str,
+    pub https: bool,
+    pub edu: bool,
+    pub gov: bool,
+    /// Lower-cased: anchor views hold Majestic's GetAnchorText form, so case variants
+    /// share one row and their referring domains are counted exactly.
+    pub anchor: Cow<'a, str>,
+    pub source_ip: Option<IpAddr>,
+    pub link: LinkState,
+}
+
+impl<'a> ViewFacts<'a> {
+    pub(crate) fn of(rec: &BacklinkFacts<'a>) -> ViewFacts<'a> {
+        let source_domain = domain_of_url(rec.source_url);
+        let (edu, gov) = edu_gov(source_domain);
+        ViewFacts {
+            source_domain,
+            https: rec.source_url.starts_with("https:"),
+            edu,
+            gov,
+            anchor: lower_case(rec.anchor_text),
+            source_ip: rec.source_ip,
+            link: rec.state(),
+        }
+    }
+}
+
 /// An external link's share of the views of each of `items` (levels of its target
 /// URL): referring domain, addresses and subnets, anchor text and its referring
 /// domains, found and lost days, counters. What depends on the link alone is worked out
 /// once for all the items.
 pub(crate) fn target_contributions<'i, S: ViewSink + ?Sized>(
-    rec: &BacklinkFacts,
+    facts: &ViewFacts<'_>,
     sign: i64,
     items: impl IntoIterator<Item = (Level, &'i str)>,
     hasher: &ItemHasher,
     out: &mut S,
 ) {
-    let source_domain = domain_of_url(rec.source_url);
-    let delta = backlink_counters(rec, source_domain, sign);
-    // Anchor views hold the lower-cased text (Majestic's GetAnchorText form), so case
-    // variants share one row and their referring domains are counted exactly.
-    let anchor = lower_case(rec.anchor_text);
-    let anchor_domain = pair_member(source_domain, &anchor);
-    let ip = rec.source_ip.map(ip_member);
+    let link = &facts.link;
+    let delta = backlink_counters(facts, sign);
+    let anchor_domain = pair_member(facts.source_domain, &facts.anchor);
+    let ip = facts.source_ip.map(ip_member);
     for (level, name) in items {
         let item_key = hasher.key_of(level, name);
-        out.ref_domain(&item_key, source_domain, ref_domain_share(rec, sign));
+        out.ref_domain(&item_key, facts.source_domain, ref_domain_share(link, sign));
         // Subnets are counted from the addresses' rows (`subnet_of_member`).
         if let Some(ip) = &ip {
             out.distinct(&item_key, DistinctKind::RefIp, ip, sign);
         }
         out.distinct(&item_key, DistinctKind::AnchorDomain, &anchor_domain, sign);
-        out.anchor(&item_key, &anchor, anchor_share(rec, sign));
+        out.anchor(&item_key, &facts.anchor, anchor_share(link, sign));
         let found = TimelineDelta {
             found: sign,
             lost: 0,
         };
-        out.timeline(&item_key, rec.first_seen, found);
-        if rec.deleted {
+        out.timeline(&item_key, link.first_seen, found);
+        if link.deleted {
             let lost = TimelineDelta {
                 found: 0,
                 lost: sign,
             };
-            out.timeline(&item_key, rec.date_lost, lost);
+            out.timeline(&item_key, link.date_lost, lost);
         }
         out.counters(&item_key, delta);
     }
@@ -298,27 +335,27 @@ pub(crate) fn target_contributions<'i, S: ViewSink + ?Sized>(
 
 /// A backlink's share of its referring-domain row (the member, its domain, is the key's).
 /// `first_seen`/`last_seen` are 0 on removals (dates never move back).
-fn ref_domain_share(rec: &BacklinkFacts, sign: i64) -> RefDomain {
+fn ref_domain_share(link: &LinkState, sign: i64) -> RefDomain {
     RefDomain {
         domain: String::new(),
         links: sign,
-        deleted_links: sign * i64::from(rec.deleted),
-        nofollow_links: sign * i64::from(rec.nofollow),
-        first_seen: if sign > 0 { rec.first_seen } else { 0 },
-        last_seen: if sign > 0 { rec.last_seen } else { 0 },
+        deleted_links: sign * i64::from(link.deleted),
+        nofollow_links: sign * i64::from(link.nofollow),
+        first_seen: if sign > 0 { link.first_seen } else { 0 },
+        last_seen: if sign > 0 { link.last_seen } else { 0 },
         ..Default::default()
     }
 }
 
 /// A backlink's share of its anchor-text row, but its referring domains (counted from
 /// the distinct domains using the text).
-fn anchor_share(rec: &BacklinkFacts, sign: i64) -> AnchorText {
+fn anchor_share(link: &LinkState, sign: i64) -> AnchorText {
     AnchorText {
         text: String::new(),
         ref_domains: 0,
         links: sign,
-        deleted_links: sign * i64::from(rec.deleted),
-        nofollow_links: sign * i64::from(rec.nofollow),
+        deleted_links: sign * i64::from(link.deleted),
+        nofollow_links: sign * i64::from(link.nofollow),
     }
 }
 
@@ -331,12 +368,13 @@ pub(crate) fn member_rows(records: &[LinkRecord]) -> (Vec<RefDomain>, Vec<Anchor
     let mut anchors: HashMap<String, (AnchorText, Vec<&str>)> = HashMap::new();
     for rec in records.iter().map(LinkRecord::backlink_facts) {
         let domain = domain_of_url(rec.source_url);
+        let link = rec.state();
         domains
             .entry(domain)
             .or_default()
-            .fold(&ref_domain_share(&rec, 1));
+            .fold(&ref_domain_share(&link, 1));
         let (row, by) = anchors.entry(rec.anchor_text.to_lowercase()).or_default();
-        row.fold(&anchor_share(&rec, 1));
+        row.fold(&anchor_share(&link, 1));
         if !by.contains(&domain) {
             by.push(domain);
             row.ref_domains += 1;
