@@ -53,7 +53,7 @@ use std::sync::OnceLock;
 mod contribution_sum;
 pub(crate) mod item_rows;
 mod linked_hosts;
-mod view_row;
+pub(crate) mod view_row;
 pub(crate) use contribution_sum::ContributionSum;
 use item_rows::{item_rows, MemberRows, Row};
 use linked_hosts::LinkedHosts;
@@ -187,25 +187,24 @@ pub struct PageRows {
     pub report: PageReport,
     /// Whether external links' `links` rows are emitted ([`Reducer::new`]).
     writer_rows: bool,
-    /// Whether a link's host and root-domain `backlinks` rows carry its record too
+    /// Whether a link's host and root-domain `backlinks` rows name its source URL
     /// ([`PageRows::new`]).
-    records_at_every_level: bool,
+    source_urls: bool,
 }
 
 impl PageRows {
     /// `hash_bits`: as the store was created with ([`Store::hash_bits`](crate::Store::hash_bits));
     /// `writer_rows` as for [`Reducer::new`]. A link's host and root-domain `backlinks`
-    /// rows carry what their views need ([`view_row`]), or with
-    /// `records_at_every_level` its whole record, as a builder that keeps the rows for a
-    /// flow build needs them.
-    pub fn new(hash_bits: u8, writer_rows: bool, records_at_every_level: bool) -> PageRows {
+    /// rows carry what their views need ([`view_row`]), with `source_urls` also its
+    /// source URL, by which a flow build re-keys the rows a builder keeps for it.
+    pub fn new(hash_bits: u8, writer_rows: bool, source_urls: bool) -> PageRows {
         PageRows {
             hasher: ItemHasher::new(hash_bits),
             contributions: Vec::new(),
             sum: ContributionSum::default(),
             report: PageReport::default(),
             writer_rows,
-            records_at_every_level,
+            source_urls,
         }
     }
 
@@ -317,8 +316,8 @@ impl PageRows {
             }
             let view_rows = facts
                 .as_ref()
-                .filter(|_| !self.records_at_every_level)
                 .map(|facts| (facts, levels.map(|(level, name)| hasher.hash(level, name))));
+            let source_url = self.source_urls.then_some(rec.source_url.as_str());
             for c in self.contributions.drain(..) {
                 match (c, &view_rows) {
                     (Contribution::Backlink { key, .. }, Some((facts, hashes)))
@@ -332,7 +331,7 @@ impl PageRows {
                             n += 1;
                         }
                         let mut value = Vec::with_capacity(64);
-                        view_row::encode(&items[..n], facts, &mut value);
+                        view_row::encode(&items[..n], facts, source_url, &mut value);
                         emit(Table::Backlinks, key.encode(), value);
                     }
                     (c, _) => self.sum.add(c, emit),
@@ -361,9 +360,11 @@ pub trait ReduceOut {
     /// A final row. Each table's final rows come in strictly increasing key order within
     /// a stage, and their files never overlap (see [`ReduceOut::cut`]).
     fn row(&mut self, table: Table, key: &[u8], value: &[u8]);
-    /// A final `backlinks` row: its whole `record`, and whether the row is its target
-    /// URL's, the one that keeps the record in a store ([`stored_backlink`]). Rows kept
-    /// for a flow build to re-key need the record; the store takes the pointer.
+    /// A final `backlinks` row: its whole `record` (a URL row) or [`view_row`] (a host's
+    /// or root domain's, naming the link's source URL when rows are kept), and whether
+    /// the row is its target URL's, the one that keeps the record in a store
+    /// ([`stored_backlink`]). Rows kept for a flow build to re-key need the record or
+    /// source URL; the store takes the pointer.
     fn backlink(&mut self, key: &[u8], record: &[u8], is_url_row: bool) {
         self.row(Table::Backlinks, key, stored_backlink(record, is_url_row));
     }
@@ -715,12 +716,7 @@ impl Reducer {
                 if let Some(v) = values.next_value() {
                     let fed = &mut |t, k, v| out.feed(t, k, v);
                     if let BacklinkRow::Written { at_url } = self.backlink_views(key, v, fed)? {
-                        let record = if view_row::is_view_row(v) {
-                            &crate::table::POINTER[..]
-                        } else {
-                            v
-                        };
-                        out.backlink(key, record, at_url);
+                        out.backlink(key, v, at_url);
                     }
                 }
             }

@@ -12,8 +12,9 @@
 //! old generation is split into ranges of item hashes, each re-keyed by its own thread
 //! into files of its own: their key ranges never overlap.
 
+use crate::build::view_row::{self, ViewRow};
 use crate::build::{Table, TableFileWriter};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::item::Item;
 use crate::item::{host_of, root_domain, Level};
 use crate::metrics::ItemMetrics;
@@ -480,11 +481,19 @@ impl<E: Fn(u64, EndName<'_>) -> Option<LinkEnd>> Rekey<'_, E> {
     }
 
     /// Copies one row into the next generation with its ends' new flows: a record
-    /// rewritten, or a pointer kept (and made, when the row is not its target URL's).
+    /// rewritten, or a pointer kept (and made, when the row is not its target URL's, from
+    /// a record or a kept view row).
     fn rekey(&mut self, k: &[u8], v: &[u8]) -> Result<()> {
         let key = BacklinkKey::parse(k)?;
         let (source_hash, target_hash) = crate::keys::link_hashes(&key.link);
-        let (source_trust_flow, value) = if is_pointer(v)? {
+        let (source_trust_flow, value) = if view_row::is_view_row(v) {
+            // A host's or root domain's row a bulk build kept for this flow build.
+            let source_url = ViewRow::read(v)?.source_url.ok_or_else(|| {
+                Error::corrupt(CF_BACKLINKS, "a kept view row without its source URL")
+            })?;
+            let source = (self.end_of)(source_hash, EndName::Url(source_url)).unwrap_or_default();
+            (source.flow.trust_flow, POINTER.to_vec())
+        } else if is_pointer(v)? {
             let source = match (self.end_of)(source_hash, EndName::Hash) {
                 Some(end) => end,
                 None => {

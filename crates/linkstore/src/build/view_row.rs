@@ -4,8 +4,9 @@
 //! A store keeps a link's record in its target URL's row only, and a pointer in its host's
 //! and root domain's rows; reducing those two rows needs the link's [`ViewFacts`] alone.
 //! So the page stage works the facts out once per link and sends these rows, about a
-//! third of a record's size, instead of the record three times. Never stored
-//! (`docs/format.md`, "Bulk builds").
+//! third of a record's size, instead of the record three times. A historic build keeps
+//! them for its flow build, which re-keys each by its source: there they also name the
+//! source URL. Never stored (`docs/format.md`, "Bulk builds").
 
 use crate::codec::{put_bytes, put_ip, put_uvarint, Reader};
 use crate::error::{Error, Result};
@@ -22,6 +23,7 @@ const NOFOLLOW: u8 = 1 << 1;
 const HTTPS: u8 = 1 << 2;
 const EDU: u8 = 1 << 3;
 const GOV: u8 = 1 << 4;
+const SOURCE_URL: u8 = 1 << 5;
 
 /// Whether `value`, a `backlinks` row in a bulk build's views sorter, is a view row
 /// (else the link's record).
@@ -30,15 +32,23 @@ pub(crate) fn is_view_row(value: &[u8]) -> bool {
 }
 
 /// Encodes the view row of `facts` for the row's `items` (one or two of the target's
-/// host and root domain: two when their hashes are equal):
+/// host and root domain: two when their hashes are equal), naming `source_url` when
+/// given:
 ///
 /// ```text
 /// | F1 | n u8 | n x (level u8, name bytes) | flags u8 | kind u8 | first_seen uvar |
 /// | last_seen uvar | date_lost uvar | ip_len u8 | ip | source_domain bytes | anchor bytes |
+/// | source_url bytes, with flag bit 5 |
 /// ```
 ///
-/// `flags`: bit 0 deleted, 1 nofollow, 2 https source, 3 edu source, 4 gov source.
-pub(crate) fn encode(items: &[(Level, &str)], facts: &ViewFacts<'_>, out: &mut Vec<u8>) {
+/// `flags`: bit 0 deleted, 1 nofollow, 2 https source, 3 edu source, 4 gov source, 5 the
+/// source URL follows.
+pub(crate) fn encode(
+    items: &[(Level, &str)],
+    facts: &ViewFacts<'_>,
+    source_url: Option<&str>,
+    out: &mut Vec<u8>,
+) {
     let link = &facts.link;
     out.push(TAG);
     out.push(items.len() as u8);
@@ -52,6 +62,7 @@ pub(crate) fn encode(items: &[(Level, &str)], facts: &ViewFacts<'_>, out: &mut V
         (facts.https, HTTPS),
         (facts.edu, EDU),
         (facts.gov, GOV),
+        (source_url.is_some(), SOURCE_URL),
     ]
     .into_iter()
     .filter(|(set, _)| *set)
@@ -64,6 +75,9 @@ pub(crate) fn encode(items: &[(Level, &str)], facts: &ViewFacts<'_>, out: &mut V
     put_ip(out, facts.source_ip);
     put_bytes(out, facts.source_domain.as_bytes());
     put_bytes(out, facts.anchor.as_bytes());
+    if let Some(url) = source_url {
+        put_bytes(out, url.as_bytes());
+    }
 }
 
 /// The items and facts of a view row ([`encode`]).
@@ -71,6 +85,7 @@ pub(crate) struct ViewRow<'a> {
     items: [(Level, &'a str); 2],
     len: usize,
     pub facts: ViewFacts<'a>,
+    pub source_url: Option<&'a str>,
 }
 
 impl<'a> ViewRow<'a> {
@@ -98,8 +113,13 @@ impl<'a> ViewRow<'a> {
         let source_ip = r.ip()?;
         let source_domain = text(&mut r)?;
         let anchor = text(&mut r)?;
+        let source_url = if flags & SOURCE_URL != 0 {
+            Some(text(&mut r)?)
+        } else {
+            None
+        };
         if r.remaining() != 0 {
-            return Err(corrupt("bytes after the anchor text"));
+            return Err(corrupt("bytes after its last field"));
         }
         Ok(ViewRow {
             items,
@@ -120,6 +140,7 @@ impl<'a> ViewRow<'a> {
                     date_lost,
                 },
             },
+            source_url,
         })
     }
 
@@ -169,15 +190,18 @@ mod tests {
                 (Level::RootDomain, "target.com"),
             ],
         ] {
-            let mut buf = Vec::new();
-            encode(items, &facts, &mut buf);
-            assert!(is_view_row(&buf));
-            let row = ViewRow::read(&buf).unwrap();
-            assert_eq!(row.items(), items);
-            assert_eq!(row.facts, facts);
-            // A cut row is refused, not misread.
-            for cut in 0..buf.len() {
-                assert!(ViewRow::read(&buf[..cut]).is_err(), "cut at {cut}");
+            for source_url in [None, Some(rec.source_url.as_str())] {
+                let mut buf = Vec::new();
+                encode(items, &facts, source_url, &mut buf);
+                assert!(is_view_row(&buf));
+                let row = ViewRow::read(&buf).unwrap();
+                assert_eq!(row.items(), items);
+                assert_eq!(row.facts, facts);
+                assert_eq!(row.source_url, source_url);
+                // A cut row is refused, not misread.
+                for cut in 0..buf.len() {
+                    assert!(ViewRow::read(&buf[..cut]).is_err(), "cut at {cut}");
+                }
             }
         }
         assert!(!is_view_row(&rec.encode()), "a record is not a view row");
