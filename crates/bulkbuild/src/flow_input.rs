@@ -10,7 +10,9 @@
 //!   w000-v-edges-1.rows       the same of external links, in `backlinks` key order, and
 //!                             { source URL, "" } of each external link that carries none
 //!                             (`linkstore::FlowLink::Source`)
-//!   w000-v-backlinks-2.rows   { backlink key, link record }* in key order
+//!   w000-v-backlinks-2.rows   { backlink key, value }* in key order: a URL row's link
+//!                             record, a host's or root domain's facts row naming the
+//!                             link's source URL (`linkstore::build`)
 //! ```
 //!
 //! Worker `w` owns the `w`-th range of item hashes, so its backlink file holds whole
@@ -180,25 +182,25 @@ impl KeptRows {
 
     /// Keeps a backlink row instead of writing it to the store; like a table file, skips
     /// a key not above the previous one (a 64-bit collision between two pages' links).
-    /// A URL row (`is_url_row`, which holds the record) also keeps the link's edge, or
-    /// its source alone when it carries no flow.
+    /// A URL row (`is_url_row`, whose `value` is the record) also keeps the link's edge,
+    /// or its source alone when it carries no flow.
     pub(crate) fn put_backlink(
         &mut self,
         key: &[u8],
-        record: &[u8],
+        value: &[u8],
         is_url_row: bool,
     ) -> Result<()> {
         if self.backlinks.is_some() && key <= self.last_backlink.as_slice() {
             return Ok(());
         }
         let name = self.name("backlinks");
-        Self::writer(&mut self.backlinks, &mut self.opened, &self.dir, name)?.put(key, record)?;
+        Self::writer(&mut self.backlinks, &mut self.opened, &self.dir, name)?.put(key, value)?;
         self.last_backlink.clear();
         self.last_backlink.extend_from_slice(key);
         if !is_url_row {
             return Ok(());
         }
-        match linkstore::flow_link(record)? {
+        match linkstore::flow_link(value)? {
             FlowLink::Edge { source, target } => self.put_edge(true, source, target),
             FlowLink::Source(source) => self.put_edge(true, source, ""),
             FlowLink::Nothing => Ok(()),

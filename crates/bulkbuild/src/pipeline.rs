@@ -155,13 +155,13 @@ impl Files {
 
     /// A `backlinks` row: kept whole for the flow build when rows are kept, else
     /// written as the store keeps it (a pointer, unless it is the link's URL row).
-    fn put_backlink(&mut self, key: &[u8], record: &[u8], is_url_row: bool) -> Result<()> {
+    fn put_backlink(&mut self, key: &[u8], value: &[u8], is_url_row: bool) -> Result<()> {
         if let Some(kept) = &mut self.kept {
-            kept.put_backlink(key, record, is_url_row)?;
+            kept.put_backlink(key, value, is_url_row)?;
             self.rows_written.bump(&self.progress.rows_written);
             return Ok(());
         }
-        self.put(Table::Backlinks, key, stored_backlink(record, is_url_row))
+        self.put(Table::Backlinks, key, stored_backlink(value, is_url_row))
     }
 
     fn put(&mut self, table: Table, key: &[u8], value: &[u8]) -> Result<()> {
@@ -658,8 +658,8 @@ impl ReduceOut for StageOut<'_> {
         }
     }
 
-    fn backlink(&mut self, key: &[u8], record: &[u8], is_url_row: bool) {
-        if let Err(e) = self.files.put_backlink(key, record, is_url_row) {
+    fn backlink(&mut self, key: &[u8], value: &[u8], is_url_row: bool) {
+        if let Err(e) = self.files.put_backlink(key, value, is_url_row) {
             self.failed.get_or_insert(e);
         }
     }

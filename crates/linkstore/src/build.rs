@@ -51,9 +51,9 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 mod contribution_sum;
+pub(crate) mod facts_row;
 pub(crate) mod item_rows;
 mod linked_hosts;
-pub(crate) mod view_row;
 pub(crate) use contribution_sum::ContributionSum;
 use item_rows::{item_rows, MemberRows, Row};
 use linked_hosts::LinkedHosts;
@@ -195,7 +195,7 @@ pub struct PageRows {
 impl PageRows {
     /// `hash_bits`: as the store was created with ([`Store::hash_bits`](crate::Store::hash_bits));
     /// `writer_rows` as for [`Reducer::new`]. A link's host and root-domain `backlinks`
-    /// rows carry what their views need ([`view_row`]), with `source_urls` also its
+    /// rows carry what their views need ([`facts_row`]), with `source_urls` also its
     /// source URL, by which a flow build re-keys the rows a builder keeps for it.
     pub fn new(hash_bits: u8, writer_rows: bool, source_urls: bool) -> PageRows {
         PageRows {
@@ -314,12 +314,12 @@ impl PageRows {
                     sign: 1,
                 });
             }
-            let view_rows = facts
+            let facts_rows = facts
                 .as_ref()
                 .map(|facts| (facts, levels.map(|(level, name)| hasher.hash(level, name))));
             let source_url = self.source_urls.then_some(rec.source_url.as_str());
             for c in self.contributions.drain(..) {
-                match (c, &view_rows) {
+                match (c, &facts_rows) {
                     (Contribution::Backlink { key, .. }, Some((facts, hashes)))
                         if !key.is_url_row(hasher) =>
                     {
@@ -331,7 +331,7 @@ impl PageRows {
                             n += 1;
                         }
                         let mut value = Vec::with_capacity(64);
-                        view_row::encode(&items[..n], facts, source_url, &mut value);
+                        facts_row::encode(&items[..n], facts, source_url, &mut value);
                         emit(Table::Backlinks, key.encode(), value);
                     }
                     (c, _) => self.sum.add(c, emit),
@@ -360,13 +360,13 @@ pub trait ReduceOut {
     /// A final row. Each table's final rows come in strictly increasing key order within
     /// a stage, and their files never overlap (see [`ReduceOut::cut`]).
     fn row(&mut self, table: Table, key: &[u8], value: &[u8]);
-    /// A final `backlinks` row: its whole `record` (a URL row) or [`view_row`] (a host's
-    /// or root domain's, naming the link's source URL when rows are kept), and whether
-    /// the row is its target URL's, the one that keeps the record in a store
-    /// ([`stored_backlink`]). Rows kept for a flow build to re-key need the record or
-    /// source URL; the store takes the pointer.
-    fn backlink(&mut self, key: &[u8], record: &[u8], is_url_row: bool) {
-        self.row(Table::Backlinks, key, stored_backlink(record, is_url_row));
+    /// A final `backlinks` row: its `value` as the views sorter held it, the whole record
+    /// (a URL row) or a [`facts_row`] (a host's or root domain's, naming the link's
+    /// source URL when rows are kept), and whether the row is its target URL's, the one
+    /// that keeps the record in a store ([`stored_backlink`]). Rows kept for a flow build
+    /// to re-key need the record or source URL; the store takes the pointer.
+    fn backlink(&mut self, key: &[u8], value: &[u8], is_url_row: bool) {
+        self.row(Table::Backlinks, key, stored_backlink(value, is_url_row));
     }
     /// A row that a later stage reduces (counters: the counters' own reduction).
     fn feed(&mut self, table: Table, key: Vec<u8>, value: Vec<u8>);
@@ -383,11 +383,12 @@ enum BacklinkRow {
     Left,
 }
 
-/// What a store keeps of a `backlinks` row whose record is `record`: the record in the
-/// link's URL row, a pointer in the others (`docs/format.md`, "`backlinks`").
-pub fn stored_backlink(record: &[u8], is_url_row: bool) -> &[u8] {
+/// What a store keeps of a `backlinks` row that a build's views sorter held as `value`:
+/// the record in the link's URL row, a pointer in the others (`docs/format.md`,
+/// "`backlinks`").
+pub fn stored_backlink(value: &[u8], is_url_row: bool) -> &[u8] {
     if is_url_row {
-        record
+        value
     } else {
         &crate::table::POINTER
     }
@@ -615,7 +616,7 @@ impl Reducer {
     }
 
     /// A backlink row's share of its target item's views: the target contributions of
-    /// its record (or [`view_row`]) for each level of the target URL the key's item hash
+    /// its record (or [`facts_row`]) for each level of the target URL the key's item hash
     /// stands for (two levels share one row when their hashes are equal, as with forced
     /// collisions). Returns where the row goes.
     fn backlink_views(
@@ -625,40 +626,37 @@ impl Reducer {
         emit: &mut Emit<'_>,
     ) -> Result<BacklinkRow> {
         let key = BacklinkKey::parse(key)?;
-        if view_row::is_view_row(value) {
-            // A host's or root domain's row, the items it stands for named.
-            let row = view_row::ViewRow::read(value)?;
-            let items = row.items();
-            let at_host = match items {
-                [(Level::RootDomain, domain)] => self
-                    .linked_hosts
-                    .one_host(&self.hasher.key_of(Level::RootDomain, domain)),
-                _ => false,
-            };
-            let items = items.iter().copied();
-            target_contributions(&row.facts, 1, items, &self.hasher, &mut self.sum);
-            self.sum.flush_if_full(emit);
-            return Ok(if at_host {
-                BacklinkRow::Left
-            } else {
-                BacklinkRow::Written { at_url: false }
-            });
-        }
-        let item_hash = key.item_hash;
-        let rec = BacklinkFacts::read(value)?;
-        let levels = url_levels(rec.target_url);
-        let serves = levels.map(|(level, name)| self.hasher.hash(level, name) == item_hash);
-        // A row of the root domain alone (`levels`: URL, host, domain).
-        let [_, _, (domain_level, domain)] = levels;
-        let at_host = serves == [false, false, true]
-            && self
+        // The levels of the target the row stands for.
+        let mut items = [(Level::RootDomain, ""); 3];
+        let (facts, n) = if facts_row::is_facts_row(value) {
+            // A host's or root domain's row: its items named.
+            let row = facts_row::FactsRow::read(value)?;
+            let n = row.items().len();
+            items[..n].copy_from_slice(row.items());
+            (row.facts, n)
+        } else {
+            let rec = BacklinkFacts::read(value)?;
+            let mut n = 0;
+            for (level, name) in url_levels(rec.target_url) {
+                if self.hasher.hash(level, name) == key.item_hash {
+                    items[n] = (level, name);
+                    n += 1;
+                }
+            }
+            (ViewFacts::of(&rec), n)
+        };
+        let items = &items[..n];
+        debug_assert!(items
+            .iter()
+            .all(|&(level, name)| self.hasher.hash(level, name) == key.item_hash));
+        // A row of the root domain alone, which may read its one linked host's views.
+        let at_host = match items {
+            [(Level::RootDomain, domain)] => self
                 .linked_hosts
-                .one_host(&self.hasher.key_of(domain_level, domain));
-        let items = levels
-            .into_iter()
-            .zip(serves)
-            .filter_map(|(item, serves)| serves.then_some(item));
-        let facts = ViewFacts::of(&rec);
+                .one_host(&self.hasher.key_of(Level::RootDomain, domain)),
+            _ => false,
+        };
+        let items = items.iter().copied();
         target_contributions(&facts, 1, items, &self.hasher, &mut self.sum);
         self.sum.flush_if_full(emit);
         Ok(if at_host {
@@ -711,7 +709,7 @@ impl Reducer {
         }
         match table {
             Table::Backlinks => {
-                // One row per key, as below; its record or view row feeds the target's
+                // One row per key, as below; its record or facts row feeds the target's
                 // views.
                 if let Some(v) = values.next_value() {
                     let fed = &mut |t, k, v| out.feed(t, k, v);

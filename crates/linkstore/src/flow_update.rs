@@ -12,7 +12,7 @@
 //! old generation is split into ranges of item hashes, each re-keyed by its own thread
 //! into files of its own: their key ranges never overlap.
 
-use crate::build::view_row::{self, ViewRow};
+use crate::build::facts_row::{self, FactsRow};
 use crate::build::{Table, TableFileWriter};
 use crate::error::{Error, Result};
 use crate::item::Item;
@@ -482,14 +482,17 @@ impl<E: Fn(u64, EndName<'_>) -> Option<LinkEnd>> Rekey<'_, E> {
 
     /// Copies one row into the next generation with its ends' new flows: a record
     /// rewritten, or a pointer kept (and made, when the row is not its target URL's, from
-    /// a record or a kept view row).
+    /// a record or a kept facts row).
     fn rekey(&mut self, k: &[u8], v: &[u8]) -> Result<()> {
         let key = BacklinkKey::parse(k)?;
         let (source_hash, target_hash) = crate::keys::link_hashes(&key.link);
-        let (source_trust_flow, value) = if view_row::is_view_row(v) {
+        let (source_trust_flow, value) = if facts_row::is_facts_row(v) {
             // A host's or root domain's row a bulk build kept for this flow build.
-            let source_url = ViewRow::read(v)?.source_url.ok_or_else(|| {
-                Error::corrupt(CF_BACKLINKS, "a kept view row without its source URL")
+            if key.is_url_row(&self.store.hasher) {
+                return Err(Error::corrupt(CF_BACKLINKS, "a URL row without its record"));
+            }
+            let source_url = FactsRow::read(v)?.source_url.ok_or_else(|| {
+                Error::corrupt(CF_BACKLINKS, "a kept facts row without its source URL")
             })?;
             let source = (self.end_of)(source_hash, EndName::Url(source_url)).unwrap_or_default();
             (source.flow.trust_flow, POINTER.to_vec())

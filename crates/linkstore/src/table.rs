@@ -424,16 +424,6 @@ impl BacklinkKey {
     pub(crate) fn is_url_row(&self, hasher: &keys::ItemHasher) -> bool {
         self.url_row(hasher) == *self
     }
-
-    /// What this row holds for a link whose record is `record`: the record in its URL
-    /// row, a pointer in the others.
-    pub(crate) fn row(&self, hasher: &keys::ItemHasher, record: EncodedRecord) -> BacklinkRow {
-        if self.is_url_row(hasher) {
-            BacklinkRow::Record(record)
-        } else {
-            BacklinkRow::Pointer
-        }
-    }
 }
 built_key!(BacklinkKey, Table::Backlinks, BacklinkRow);
 

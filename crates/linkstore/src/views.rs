@@ -13,7 +13,7 @@ use crate::aggregate::{accumulate, AnchorText, Counters, RefDomain, TimelineDelt
 use crate::item::{host_of, root_domain, url_levels, Item, Level};
 use crate::keys::{level_of_item_key, link_key, DistinctKind, ItemHasher};
 use crate::record::{BacklinkFacts, LinkKind, LinkRecord, LinkState};
-use crate::table::{BacklinkKey, EncodedRecord, ExpiryLinkKey};
+use crate::table::{BacklinkKey, BacklinkRow, EncodedRecord, ExpiryLinkKey};
 use std::borrow::Cow;
 use std::net::IpAddr;
 
@@ -51,12 +51,12 @@ pub(crate) enum Contribution {
         day: u32,
         delta: TimelineDelta,
     },
-    /// A backlink row: written on additions, deleted on removals. Carries the whole
-    /// record at every level; a store keeps it only in the target URL's row, and a
-    /// pointer in the others ([`crate::table::BacklinkRow`]).
+    /// A backlink row: `row` written on additions (the record in the target URL's row,
+    /// a pointer in the others), deleted on removals (`None`). A bulk build sends the
+    /// others as facts rows instead (`build::facts_row`).
     Backlink {
         key: BacklinkKey,
-        record: Option<EncodedRecord>,
+        row: Option<BacklinkRow>,
     },
     /// A deleted link's `expiry` row (the day it leaves the fresh window): written on
     /// additions, deleted on removals.
@@ -170,17 +170,30 @@ pub(crate) fn link_contributions(
         delta: backlink_counters(facts, sign),
     });
     let link = link_key(&rec.source_url, &rec.target_url);
-    let encoded = (sign > 0).then(|| EncodedRecord::of(rec));
-    for (level, name) in url_levels(&rec.target_url) {
-        out.push(Contribution::Backlink {
-            key: BacklinkKey {
-                generation,
-                item_hash: hasher.hash(level, name),
-                source_trust_flow: rec.source_flow.trust_flow,
-                link,
-            },
-            record: encoded.clone(),
-        });
+    let keys = url_levels(&rec.target_url).map(|(level, name)| BacklinkKey {
+        generation,
+        item_hash: hasher.hash(level, name),
+        source_trust_flow: rec.source_flow.trust_flow,
+        link,
+    });
+    let adding = sign > 0;
+    let mut record = adding.then(|| EncodedRecord::of(rec));
+    // Two levels share the URL's row when their hashes are equal (forced collisions).
+    let mut url_rows_left = keys.iter().filter(|k| k.is_url_row(hasher)).count();
+    for key in keys {
+        let row = match (adding, key.is_url_row(hasher)) {
+            (false, _) => None,
+            (true, false) => Some(BacklinkRow::Pointer),
+            (true, true) => {
+                url_rows_left -= 1;
+                let record = match url_rows_left {
+                    0 => record.take(),
+                    _ => record.clone(),
+                };
+                record.map(BacklinkRow::Record)
+            }
+        };
+        out.push(Contribution::Backlink { key, row });
     }
 }
 

@@ -514,7 +514,7 @@ impl<'a> Writer<'a> {
             if key.is_url_row(&self.store.hasher) {
                 self.pending.push(Contribution::Backlink {
                     key,
-                    record: Some(encoded.clone()),
+                    row: Some(BacklinkRow::Record(encoded.clone())),
                 });
             }
             let item_key = self.store.hasher.key_of(level, name);
@@ -707,11 +707,8 @@ impl<'a> Writer<'a> {
                 day,
                 delta,
             } => self.add_timeline(&item_key, day, delta),
-            Contribution::Backlink { key, record } => match record {
-                Some(record) => {
-                    let row = key.row(&self.store.hasher, record);
-                    self.batch.put(&key, &row)
-                }
+            Contribution::Backlink { key, row } => match row {
+                Some(row) => self.batch.put(&key, &row),
                 None => self.batch.delete(&key),
             },
             Contribution::Expiry { key, sign } => {

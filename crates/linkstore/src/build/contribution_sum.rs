@@ -18,8 +18,8 @@ use crate::aggregate::{accumulate, AnchorText, Counters, RefDomain, TimelineDelt
 use crate::keys::DistinctKind;
 use crate::small_item::{keeps_member_rows, may_be_small};
 use crate::table::{
-    row, AnchorKey, BacklinkKey, BuiltKey, Count, CountersKey, DistinctKey, Empty, RefDomainKey,
-    TableKey, TimelineKey,
+    row, AnchorKey, BacklinkKey, BacklinkRow, BuiltKey, Count, CountersKey, DistinctKey, Empty,
+    RefDomainKey, TableKey, TimelineKey,
 };
 use crate::views::{Contribution, ViewSink};
 
@@ -227,8 +227,10 @@ impl ContributionSum {
                 day,
                 delta,
             } => self.timeline(&item_key, day, delta),
-            Contribution::Backlink { key, record, .. } => {
-                let record = record.expect("bulk builds only add records");
+            Contribution::Backlink { key, row } => {
+                let Some(BacklinkRow::Record(record)) = row else {
+                    unreachable!("a bulk build adds records, and no pointer rows (facts rows)")
+                };
                 emit(BacklinkKey::TABLE, key.encode(), record.into_bytes());
             }
             Contribution::Expiry { key, .. } => {

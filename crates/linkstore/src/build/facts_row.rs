@@ -15,7 +15,7 @@ use crate::record::{LinkKind, LinkState};
 use crate::views::ViewFacts;
 use std::borrow::Cow;
 
-/// First byte of a view row: neither a record's version (3) nor a pointer (`B1`).
+/// First byte of a facts row: neither a record's version (3) nor a pointer (`B1`).
 const TAG: u8 = 0xF1;
 
 const DELETED: u8 = 1;
@@ -24,14 +24,18 @@ const HTTPS: u8 = 1 << 2;
 const EDU: u8 = 1 << 3;
 const GOV: u8 = 1 << 4;
 const SOURCE_URL: u8 = 1 << 5;
+const FLAGS: u8 = DELETED | NOFOLLOW | HTTPS | EDU | GOV | SOURCE_URL;
 
-/// Whether `value`, a `backlinks` row in a bulk build's views sorter, is a view row
+/// What errors name: the rows live in a build's sorted runs and kept flow-input files.
+const WHERE: &str = "backlinks (bulk build)";
+
+/// Whether `value`, a `backlinks` row in a bulk build's views sorter, is a facts row
 /// (else the link's record).
-pub(crate) fn is_view_row(value: &[u8]) -> bool {
+pub(crate) fn is_facts_row(value: &[u8]) -> bool {
     value.first() == Some(&TAG)
 }
 
-/// Encodes the view row of `facts` for the row's `items` (one or two of the target's
+/// Encodes the facts row of `facts` for the row's `items` (one or two of the target's
 /// host and root domain: two when their hashes are equal), naming `source_url` when
 /// given:
 ///
@@ -49,6 +53,10 @@ pub(crate) fn encode(
     source_url: Option<&str>,
     out: &mut Vec<u8>,
 ) {
+    debug_assert!(
+        matches!(items.len(), 1 | 2),
+        "a host, a root domain or both"
+    );
     let link = &facts.link;
     out.push(TAG);
     out.push(items.len() as u8);
@@ -80,19 +88,19 @@ pub(crate) fn encode(
     }
 }
 
-/// The items and facts of a view row ([`encode`]).
-pub(crate) struct ViewRow<'a> {
+/// The items and facts of a facts row ([`encode`]).
+pub(crate) struct FactsRow<'a> {
     items: [(Level, &'a str); 2],
     len: usize,
     pub facts: ViewFacts<'a>,
     pub source_url: Option<&'a str>,
 }
 
-impl<'a> ViewRow<'a> {
-    pub(crate) fn read(buf: &'a [u8]) -> Result<ViewRow<'a>> {
-        let mut r = Reader::new(buf, "backlinks (sorted run)");
+impl<'a> FactsRow<'a> {
+    pub(crate) fn read(buf: &'a [u8]) -> Result<FactsRow<'a>> {
+        let mut r = Reader::new(buf, WHERE);
         if r.u8()? != TAG {
-            return Err(corrupt("not a view row"));
+            return Err(corrupt("not a facts row"));
         }
         let len = usize::from(r.u8()?);
         if !(1..=2).contains(&len) {
@@ -107,7 +115,13 @@ impl<'a> ViewRow<'a> {
             };
             *item = (level, text(&mut r)?);
         }
+        if len == 2 && (items[0].0, items[1].0) != (Level::SubDomain, Level::RootDomain) {
+            return Err(corrupt("two items other than a host and its root domain"));
+        }
         let flags = r.u8()?;
+        if flags & !FLAGS != 0 {
+            return Err(corrupt(format!("flags {flags:#x}")));
+        }
         let kind = LinkKind::from_u8(r.u8()?)?;
         let (first_seen, last_seen, date_lost) = (r.u32v()?, r.u32v()?, r.u32v()?);
         let source_ip = r.ip()?;
@@ -121,7 +135,7 @@ impl<'a> ViewRow<'a> {
         if r.remaining() != 0 {
             return Err(corrupt("bytes after its last field"));
         }
-        Ok(ViewRow {
+        Ok(FactsRow {
             items,
             len,
             facts: ViewFacts {
@@ -155,7 +169,7 @@ fn text<'a>(r: &mut Reader<'a>) -> Result<&'a str> {
 }
 
 fn corrupt(what: impl Into<String>) -> Error {
-    Error::corrupt("backlinks (sorted run)", what.into())
+    Error::corrupt(WHERE, what.into())
 }
 
 #[cfg(test)]
@@ -164,7 +178,7 @@ mod tests {
     use crate::record::LinkRecord;
 
     #[test]
-    fn a_view_row_reads_back_as_the_facts_of_its_record() {
+    fn a_facts_row_reads_back_as_the_facts_of_its_record() {
         let rec = LinkRecord {
             source_url: "https://a.example.ac.uk/page".into(),
             target_url: "http://www.target.com/x".into(),
@@ -193,17 +207,30 @@ mod tests {
             for source_url in [None, Some(rec.source_url.as_str())] {
                 let mut buf = Vec::new();
                 encode(items, &facts, source_url, &mut buf);
-                assert!(is_view_row(&buf));
-                let row = ViewRow::read(&buf).unwrap();
+                assert!(is_facts_row(&buf));
+                let row = FactsRow::read(&buf).unwrap();
                 assert_eq!(row.items(), items);
                 assert_eq!(row.facts, facts);
                 assert_eq!(row.source_url, source_url);
                 // A cut row is refused, not misread.
                 for cut in 0..buf.len() {
-                    assert!(ViewRow::read(&buf[..cut]).is_err(), "cut at {cut}");
+                    assert!(FactsRow::read(&buf[..cut]).is_err(), "cut at {cut}");
                 }
             }
         }
-        assert!(!is_view_row(&rec.encode()), "a record is not a view row");
+        assert!(!is_facts_row(&rec.encode()), "a record is not a facts row");
+        // Unknown flags, and two items out of order, are refused.
+        let mut buf = Vec::new();
+        encode(&[(Level::RootDomain, "target.com")], &facts, None, &mut buf);
+        let flags_at = 2 + 1 + 1 + "target.com".len();
+        buf[flags_at] |= 1 << 7;
+        assert!(FactsRow::read(&buf).is_err());
+        buf.clear();
+        let items = [
+            (Level::RootDomain, "target.com"),
+            (Level::SubDomain, "www.target.com"),
+        ];
+        encode(&items, &facts, None, &mut buf);
+        assert!(FactsRow::read(&buf).is_err());
     }
 }
