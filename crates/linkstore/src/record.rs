@@ -264,12 +264,7 @@ pub(crate) struct BacklinkFacts<'a> {
     pub target_url: &'a str,
     /// As found: lower-cased where the views use it.
     pub anchor_text: &'a str,
-    pub deleted: bool,
-    pub nofollow: bool,
-    pub kind: LinkKind,
-    pub first_seen: u32,
-    pub last_seen: u32,
-    pub date_lost: u32,
+    pub state: LinkState,
     pub source_ip: Option<IpAddr>,
 }
 
@@ -285,17 +280,6 @@ pub(crate) struct LinkState {
 }
 
 impl<'a> BacklinkFacts<'a> {
-    pub(crate) fn state(&self) -> LinkState {
-        LinkState {
-            deleted: self.deleted,
-            nofollow: self.nofollow,
-            kind: self.kind,
-            first_seen: self.first_seen,
-            last_seen: self.last_seen,
-            date_lost: self.date_lost,
-        }
-    }
-
     /// Reads the facts of the encoded record `buf`, checking the fields up to its address
     /// as [`LinkRecord::decode`] does (the rest, history to topics, is not read).
     pub(crate) fn read(buf: &'a [u8]) -> Result<BacklinkFacts<'a>> {
@@ -310,12 +294,14 @@ impl<'a> BacklinkFacts<'a> {
             source_url,
             target_url,
             anchor_text,
-            deleted: head.flags & flags::DELETED != 0,
-            nofollow: head.flags & flags::NOFOLLOW != 0,
-            kind: head.kind,
-            first_seen: head.first_seen,
-            last_seen: head.last_seen,
-            date_lost: head.date_lost,
+            state: LinkState {
+                deleted: head.flags & flags::DELETED != 0,
+                nofollow: head.flags & flags::NOFOLLOW != 0,
+                kind: head.kind,
+                first_seen: head.first_seen,
+                last_seen: head.last_seen,
+                date_lost: head.date_lost,
+            },
             source_ip: r.ip()?,
         })
     }
@@ -458,12 +444,14 @@ impl LinkRecord {
             source_url: &self.source_url,
             target_url: &self.target_url,
             anchor_text: &self.anchor_text,
-            deleted: self.is_deleted(),
-            nofollow: self.is_nofollow(),
-            kind: self.kind,
-            first_seen: self.first_seen,
-            last_seen: self.last_seen,
-            date_lost: self.date_lost,
+            state: LinkState {
+                deleted: self.is_deleted(),
+                nofollow: self.is_nofollow(),
+                kind: self.kind,
+                first_seen: self.first_seen,
+                last_seen: self.last_seen,
+                date_lost: self.date_lost,
+            },
             source_ip: self.source_ip,
         }
     }
@@ -614,12 +602,12 @@ mod tests {
         assert_eq!(LinkRecord::decode(&encoded).unwrap(), rec);
         let facts = BacklinkFacts::read(&encoded).unwrap();
         assert_eq!(facts, rec.backlink_facts());
-        assert!(facts.deleted && facts.anchor_text == "Grüße & more");
+        assert!(facts.state.deleted && facts.anchor_text == "Grüße & more");
         rec.flags = 0;
         rec.source_ip = Some("10.1.2.3".parse().unwrap());
         let facts = rec.backlink_facts();
         assert_eq!(BacklinkFacts::read(&rec.encode()).unwrap(), facts);
-        assert!(!facts.deleted);
+        assert!(!facts.state.deleted);
     }
 
     /// Rewriting an encoded record's ends equals decoding it, setting them and encoding.

@@ -301,7 +301,7 @@ impl<'a> ViewFacts<'a> {
             gov,
             anchor: lower_case(rec.anchor_text),
             source_ip: rec.source_ip,
-            link: rec.state(),
+            link: rec.state,
         }
     }
 }
@@ -381,7 +381,7 @@ pub(crate) fn member_rows(records: &[LinkRecord]) -> (Vec<RefDomain>, Vec<Anchor
     let mut anchors: HashMap<String, (AnchorText, Vec<&str>)> = HashMap::new();
     for rec in records.iter().map(LinkRecord::backlink_facts) {
         let domain = domain_of_url(rec.source_url);
-        let link = rec.state();
+        let link = rec.state;
         domains
             .entry(domain)
             .or_default()
@@ -534,7 +534,7 @@ pub(crate) fn member_counters<'r>(
     let mut ips: Vec<IpAddr> = Vec::new();
     let mut anchors: Vec<Cow<'r, str>> = Vec::new();
     for rec in records {
-        domains.push((domain_of_url(rec.source_url), !rec.deleted));
+        domains.push((domain_of_url(rec.source_url), !rec.state.deleted));
         ips.extend(rec.source_ip.map(|ip| ip.to_canonical()));
         anchors.push(lower_case(rec.anchor_text));
     }

@@ -638,7 +638,7 @@ struct ItemRecords<'a> {
 fn live_domain_moves<'r>(records: &ItemRecords<'r>) -> Vec<(&'r str, i64)> {
     fn live_domains<'r>(recs: impl Iterator<Item = BacklinkFacts<'r>>) -> Vec<&'r str> {
         let mut domains: Vec<&str> = recs
-            .filter(|r| !r.deleted)
+            .filter(|r| !r.state.deleted)
             .map(|r| domain_of_url(r.source_url))
             .collect();
         domains.sort_unstable();
