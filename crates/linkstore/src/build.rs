@@ -314,22 +314,15 @@ impl PageRows {
                     sign: 1,
                 });
             }
-            let facts_rows = facts
-                .as_ref()
-                .map(|facts| (facts, levels.map(|(level, name)| hasher.hash(level, name))));
             let source_url = self.source_urls.then_some(rec.source_url.as_str());
             for c in self.contributions.drain(..) {
-                match (c, &facts_rows) {
-                    (Contribution::Backlink { key, .. }, Some((facts, hashes)))
+                match (c, &facts) {
+                    (Contribution::Backlink { key, .. }, Some(facts))
                         if !key.is_url_row(hasher) =>
                     {
                         // The host's or root domain's row (or both's, when their hashes
                         // are equal): what their views need.
-                        let (mut items, mut n) = ([levels[1]; 2], 0);
-                        for i in (1..3).filter(|&i| hashes[i] == key.item_hash) {
-                            items[n] = levels[i];
-                            n += 1;
-                        }
+                        let (items, n) = levels_of_hash(levels, key.item_hash, hasher);
                         let mut value = Vec::with_capacity(64);
                         facts_row::encode(&items[..n], facts, source_url, &mut value);
                         emit(Table::Backlinks, key.encode(), value);
@@ -341,6 +334,25 @@ impl PageRows {
         self.sum.flush(emit);
         Ok(())
     }
+}
+
+/// The first `n` of the returned levels are those of `levels` (a URL's, as
+/// [`url_levels`] gives them) whose item hash is `item_hash`: the items one backlink row
+/// stands for (more than one when their hashes are equal, as with forced collisions).
+fn levels_of_hash<'u>(
+    levels: [(Level, &'u str); 3],
+    item_hash: u64,
+    hasher: &ItemHasher,
+) -> ([(Level, &'u str); 3], usize) {
+    let mut items = levels;
+    let mut n = 0;
+    for (level, name) in levels {
+        if hasher.hash(level, name) == item_hash {
+            items[n] = (level, name);
+            n += 1;
+        }
+    }
+    (items, n)
 }
 
 /// Emits a row of a typed key and value.
@@ -627,23 +639,20 @@ impl Reducer {
     ) -> Result<BacklinkRow> {
         let key = BacklinkKey::parse(key)?;
         // The levels of the target the row stands for.
-        let mut items = [(Level::RootDomain, ""); 3];
-        let (facts, n) = if facts_row::is_facts_row(value) {
+        let (facts, (items, n)) = if facts_row::is_facts_row(value) {
             // A host's or root domain's row: its items named.
             let row = facts_row::FactsRow::read(value)?;
+            let mut items = [(Level::RootDomain, ""); 3];
             let n = row.items().len();
             items[..n].copy_from_slice(row.items());
-            (row.facts, n)
+            (row.facts, (items, n))
         } else {
             let rec = BacklinkFacts::read(value)?;
-            let mut n = 0;
-            for (level, name) in url_levels(rec.target_url) {
-                if self.hasher.hash(level, name) == key.item_hash {
-                    items[n] = (level, name);
-                    n += 1;
-                }
-            }
-            (ViewFacts::of(&rec), n)
+            let levels = url_levels(rec.target_url);
+            (
+                ViewFacts::of(&rec),
+                levels_of_hash(levels, key.item_hash, &self.hasher),
+            )
         };
         let items = &items[..n];
         debug_assert!(items
