@@ -18,6 +18,10 @@ use std::path::{Path, PathBuf};
 pub enum OutputFormat {
     JsonLines,
     Warc,
+    /// Common Crawl WAT: a request, a response and a metadata record per fetch, each a
+    /// JSON envelope gzipped as its own member, with same-host links relative as pages
+    /// write them.
+    Wat,
 }
 
 /// What to generate.
@@ -483,6 +487,152 @@ fn write_warc(out: &mut impl Write, f: &GenFetch) -> io::Result<()> {
     out.write_all(&gz.finish()?)
 }
 
+/// A deterministic record id for the `n`th record of a fetch.
+fn record_id(f: &GenFetch, n: u64) -> String {
+    let a = h(&[f.fetched_at as u64, n, f.url.len() as u64])
+        ^ h(&[f.url.as_bytes().iter().map(|&b| u64::from(b)).sum(), n]);
+    let b = mix(a ^ 0x9e37_79b9_7f4a_7c15);
+    format!(
+        "<urn:uuid:{:08x}-{:04x}-4{:03x}-8{:03x}-{:012x}>",
+        a >> 32,
+        (a >> 16) & 0xffff,
+        a & 0xfff,
+        b >> 52,
+        b & 0xffff_ffff_ffff
+    )
+}
+
+/// A link's URL as its page writes it: relative on the page's own host.
+fn as_written<'a>(page: &str, url: &'a str) -> &'a str {
+    let host_end = |u: &str| {
+        u.find("://")
+            .map(|i| i + 3 + u[i + 3..].find('/').unwrap_or(u.len() - i - 3))
+    };
+    match (host_end(page), host_end(url)) {
+        (Some(p), Some(u)) if page[..p] == url[..u] && u < url.len() => &url[u..],
+        _ => url,
+    }
+}
+
+/// One WAT record: a WARC metadata header and its JSON `envelope`, gzipped as its own
+/// member.
+fn write_wat_record(out: &mut impl Write, f: &GenFetch, n: u64, envelope: &str) -> io::Result<()> {
+    let json = format!(
+        "{{\"Container\":{{\"Filename\":\"CC-MAIN-{}-00000.warc.gz\",\"Compressed\":true,\"Offset\":\"{}\",\"Gzip-Metadata\":{{\"Deflate-Length\":\"{}\",\"Header-Length\":\"10\",\"Footer-Length\":\"8\",\"Inflated-CRC\":\"{}\",\"Inflated-Length\":\"{}\"}}}},\"Envelope\":{envelope}}}",
+        f.fetched_at,
+        h(&[f.fetched_at as u64, n]) % 1_000_000_000,
+        600 + envelope.len() / 3,
+        h(&[n, f.fetched_at as u64]) as i32,
+        900 + envelope.len() / 2,
+    );
+    let mut gz = GzEncoder::new(Vec::new(), Compression::fast());
+    write!(
+        gz,
+        "WARC/1.0\r\nWARC-Type: metadata\r\nWARC-Target-URI: {}\r\nWARC-Date: {}\r\nWARC-Record-ID: {}\r\nWARC-Refers-To: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{json}\r\n\r\n",
+        f.url,
+        iso(f.fetched_at + 86_400),
+        record_id(f, n + 10),
+        record_id(f, n),
+        json.len()
+    )?;
+    out.write_all(&gz.finish()?)
+}
+
+/// The three WAT records of one fetch, as Common Crawl writes them: its request, its
+/// response (HTTP metadata and the page's links), and the fetch's metadata.
+fn write_wat(out: &mut impl Write, f: &GenFetch) -> io::Result<()> {
+    let date = iso(f.fetched_at);
+    let warc_header = |kind: &str, n: u64, content_type: &str, ip: bool| {
+        let ip = if ip {
+            format!(",\"WARC-IP-Address\":\"{}\"", f.ip)
+        } else {
+            String::new()
+        };
+        format!(
+            "\"Format\":\"WARC\",\"WARC-Header-Length\":\"{}\",\"WARC-Header-Metadata\":{{\"WARC-Type\":\"{kind}\",\"WARC-Date\":\"{date}\",\"WARC-Record-ID\":\"{}\",\"Content-Length\":\"{}\",\"Content-Type\":\"{content_type}\",\"WARC-Warcinfo-ID\":\"{}\"{ip},\"WARC-Target-URI\":{},\"WARC-Payload-Digest\":\"sha1:{:032X}\",\"WARC-Block-Digest\":\"sha1:{:032X}\"}}",
+            400 + f.url.len(),
+            record_id(f, n),
+            300 + 40 * f.links.len(),
+            record_id(f, 99),
+            json_str(&f.url),
+            h(&[n, 1, f.fetched_at as u64]),
+            h(&[n, 2, f.fetched_at as u64]),
+        )
+    };
+    let host = f.url.split('/').nth(2).unwrap_or("");
+    let request = format!(
+        "{{{},\"Payload-Metadata\":{{\"Actual-Content-Type\":\"application/http; msgtype=request\",\"HTTP-Request-Metadata\":{{\"Request-Message\":{{\"Method\":\"GET\",\"Path\":{},\"Version\":\"HTTP/1.1\"}},\"Headers-Length\":\"300\",\"Headers\":{{\"Host\":\"{host}\",\"Accept\":\"text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8\",\"Accept-Language\":\"en-US,en;q=0.5\",\"User-Agent\":\"CCBot/2.0 (https://commoncrawl.org/faq/)\",\"Connection\":\"Keep-Alive\",\"Accept-Encoding\":\"gzip\"}},\"Entity-Length\":\"0\",\"Entity-Trailing-Slop-Length\":\"0\"}},\"Actual-Content-Length\":\"300\",\"Trailing-Slop-Length\":\"0\"}}}}",
+        warc_header("request", 0, "application/http; msgtype=request", true),
+        json_str(as_written(&f.url, &f.url)),
+    );
+    write_wat_record(out, f, 0, &request)?;
+
+    let (reason, location) = match f.status {
+        200 => ("OK", String::new()),
+        301 => (
+            "Moved Permanently",
+            format!(
+                ",\"Location\":{}",
+                json_str(f.location.as_deref().unwrap_or("/"))
+            ),
+        ),
+        _ => ("Not Found", String::new()),
+    };
+    let mut links = String::new();
+    for l in &f.links {
+        if !links.is_empty() {
+            links.push(',');
+        }
+        let url = json_str(as_written(&f.url, &l.url));
+        let rel = if l.nofollow {
+            ",\"rel\":\"nofollow\""
+        } else {
+            ""
+        };
+        match l.kind {
+            "img" => links.push_str(&format!(
+                "{{\"path\":\"IMG@/src\",\"url\":\"/i.png\",\"alt\":{alt}}},{{\"path\":\"A@/href\",\"url\":{url},\"alt\":{alt}{rel}}}",
+                alt = json_str(&l.alt)
+            )),
+            "iframe" => links.push_str(&format!("{{\"path\":\"IFRAME@/src\",\"url\":{url}{rel}}}")),
+            _ => links.push_str(&format!(
+                "{{\"path\":\"A@/href\",\"url\":{url},\"text\":{}{rel}}}",
+                json_str(&l.text)
+            )),
+        }
+    }
+    let html = if f.status == 200 {
+        format!(
+            ",\"HTML-Metadata\":{{\"Head\":{{\"Title\":\"page\",\"Metas\":[{{\"name\":\"viewport\",\"content\":\"width=device-width, initial-scale=1\"}},{{\"name\":\"description\",\"content\":\"A page of {host}\"}}],\"Link\":[{{\"path\":\"LINK@/href\",\"url\":\"/style.css\",\"rel\":\"stylesheet\"}}]}},\"Links\":[{links}]}}"
+        )
+    } else {
+        String::new()
+    };
+    let content_type = if f.status == 200 {
+        "text/html; charset=utf-8"
+    } else {
+        "text/html"
+    };
+    let response = format!(
+        "{{{},\"Payload-Metadata\":{{\"Actual-Content-Type\":\"application/http; msgtype=response\",\"HTTP-Response-Metadata\":{{\"Response-Message\":{{\"Status\":\"{}\",\"Version\":\"HTTP/1.1\",\"Reason\":\"{reason}\"}},\"Headers-Length\":\"250\",\"Headers\":{{\"Date\":\"{date}\",\"Server\":\"nginx\",\"Content-Type\":\"{content_type}\",\"X-Crawler-Content-Length\":\"{}\",\"Cache-Control\":\"max-age=600\"{location}}}{html},\"Entity-Length\":\"{}\",\"Entity-Digest\":\"sha1:{:032X}\",\"Entity-Trailing-Slop-Length\":\"0\"}},\"Actual-Content-Length\":\"{}\",\"Block-Digest\":\"sha1:{:032X}\",\"Trailing-Slop-Length\":\"4\"}}}}",
+        warc_header("response", 1, "application/http; msgtype=response", true),
+        f.status,
+        2000 + 60 * f.links.len(),
+        2000 + 60 * f.links.len(),
+        h(&[3, f.fetched_at as u64]),
+        2250 + 60 * f.links.len(),
+        h(&[4, f.fetched_at as u64]),
+    );
+    write_wat_record(out, f, 1, &response)?;
+
+    let metadata = format!(
+        "{{{},\"Payload-Metadata\":{{\"Actual-Content-Type\":\"application/metadata-fields\",\"WARC-Metadata-Metadata\":{{\"Metadata-Records\":[{{\"Name\":\"fetchTimeMs\",\"Value\":\"{}\"}},{{\"Name\":\"charset-detected\",\"Value\":\"UTF-8\"}},{{\"Name\":\"languages-cld2\",\"Value\":\"{{\\\"reliable\\\":true,\\\"text-bytes\\\":2145,\\\"languages\\\":[{{\\\"code\\\":\\\"en\\\",\\\"code-iso-639-3\\\":\\\"eng\\\",\\\"text-covered\\\":0.99,\\\"score\\\":1012.0,\\\"name\\\":\\\"ENGLISH\\\"}}]}}\"}}]}},\"Actual-Content-Length\":\"200\",\"Trailing-Slop-Length\":\"0\"}}}}",
+        warc_header("metadata", 2, "application/warc-fields", false),
+        h(&[5, f.fetched_at as u64]) % 2000,
+    );
+    write_wat_record(out, f, 2, &metadata)
+}
+
 /// Writes one gzipped crawl file per round into `dir`, calling `progress` with the
 /// round number and the fetches written so far.
 pub fn generate(
@@ -497,13 +647,14 @@ pub fn generate(
         let ext = match spec.format {
             OutputFormat::JsonLines => "jsonl.gz",
             OutputFormat::Warc => "warc.gz",
+            OutputFormat::Wat => "warc.wat.gz",
         };
         let path = dir.join(format!("crawl-{round:03}.{ext}"));
         let file = BufWriter::with_capacity(1 << 20, File::create(&path)?);
-        // JSON-lines is one gzip stream; WARC records are gzipped one member each.
+        // JSON-lines is one gzip stream; WARC and WAT records are gzipped one member each.
         let mut out: Box<dyn Write> = match spec.format {
             OutputFormat::JsonLines => Box::new(GzEncoder::new(file, Compression::fast())),
-            OutputFormat::Warc => Box::new(file),
+            OutputFormat::Warc | OutputFormat::Wat => Box::new(file),
         };
         for page in 0..web.pages() {
             let Some(f) = web.fetch(page, round) else {
@@ -514,6 +665,7 @@ pub fn generate(
             match spec.format {
                 OutputFormat::JsonLines => write_jsonl(&mut out, &f)?,
                 OutputFormat::Warc => write_warc(&mut out, &f)?,
+                OutputFormat::Wat => write_wat(&mut out, &f)?,
             }
             if summary.fetches.is_multiple_of(10_000) {
                 progress(round, summary.fetches);

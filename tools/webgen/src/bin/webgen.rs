@@ -6,6 +6,7 @@ use webgen::{generate, OutputFormat, WebSpec};
 enum Format {
     Jsonl,
     Warc,
+    Wat,
 }
 
 /// Writes a deterministic synthetic web as gzipped crawl files, one per crawl round.
@@ -46,6 +47,7 @@ fn main() -> std::io::Result<()> {
         format: match a.format {
             Format::Jsonl => OutputFormat::JsonLines,
             Format::Warc => OutputFormat::Warc,
+            Format::Wat => OutputFormat::Wat,
         },
         ..Default::default()
     };
