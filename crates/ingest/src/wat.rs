@@ -1,7 +1,41 @@
 //! Common Crawl WAT metadata records: the `Links` array of a response's HTML metadata.
+//!
+//! A WAT envelope is mostly what a link index does not read (the container, request and
+//! metadata records, digests, most headers, the head's metas and scripts), so it is read
+//! in one pass that keeps only the fields below and skips the rest without building it.
+//! Reading is as lenient as indexing a `serde_json::Value`: a field of another type than
+//! expected reads as absent, a repeated key keeps its last value, and only invalid JSON
+//! is an error.
 
 use crate::html::{LinkTag, RawLink};
-use serde_json::Value;
+use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use std::borrow::Cow;
+use std::fmt;
+use std::marker::PhantomData;
+
+/// The scalar visitors of a lenient container type: each reads as `$default`.
+macro_rules! scalars_read_as {
+    ($default:expr) => {
+        fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+            Ok($default)
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+            Ok($default)
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+            Ok($default)
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+            Ok($default)
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+            Ok($default)
+        }
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok($default)
+        }
+    };
+}
 
 /// What a WAT record says about one fetched page.
 pub struct WatPage {
@@ -18,63 +52,614 @@ pub struct WatPage {
 /// Parses a WAT JSON payload. `Ok(None)` for WAT records that do not describe a
 /// response (request or metadata envelopes).
 pub fn parse_wat(json: &[u8]) -> Result<Option<WatPage>, String> {
-    let v: Value = serde_json::from_slice(json).map_err(|e| format!("invalid WAT JSON: {e}"))?;
-    let env = &v["Envelope"];
-    let warc = &env["WARC-Header-Metadata"];
-    if warc["WARC-Type"].as_str() != Some("response") {
+    let top: Object<Top> =
+        serde_json::from_slice(json).map_err(|e| format!("invalid WAT JSON: {e}"))?;
+    let env = top.0.envelope.0;
+    let warc = env.warc.0;
+    if warc.kind.0.as_deref() != Some("response") {
         return Ok(None);
     }
-    let url = warc["WARC-Target-URI"]
-        .as_str()
+    let url = warc
+        .target_uri
+        .0
         .ok_or("WAT response without WARC-Target-URI")?
-        .to_string();
-    let http = &env["Payload-Metadata"]["HTTP-Response-Metadata"];
-    let status = match &http["Response-Message"]["Status"] {
-        Value::String(s) => s.trim().parse().ok(),
-        Value::Number(n) => n.as_u64().and_then(|n| u16::try_from(n).ok()),
-        _ => None,
-    };
-    let header = |name: &str| -> Option<String> {
-        http["Headers"].as_object().and_then(|h| {
-            h.iter()
-                .find(|(k, _)| k.eq_ignore_ascii_case(name))
-                .and_then(|(_, v)| v.as_str().map(str::to_string))
-        })
-    };
-    let html = &http["HTML-Metadata"];
-    let links = html["Links"]
-        .as_array()
-        .map(|a| a.iter().filter_map(wat_link).collect())
-        .unwrap_or_default();
+        .into_owned();
+    let http = env.payload.0.http.0;
+    let html = http.html.0;
     Ok(Some(WatPage {
         url,
-        date: warc["WARC-Date"].as_str().map(str::to_string),
-        ip: warc["WARC-IP-Address"].as_str().map(str::to_string),
-        status,
-        location: header("Location"),
-        content_type: header("Content-Type"),
-        base: html["Head"]["Base"].as_str().map(str::to_string),
-        links,
+        date: warc.date.owned(),
+        ip: warc.ip.owned(),
+        status: http.message.0.status.0,
+        location: http.headers.0.location.value.owned(),
+        content_type: http.headers.0.content_type.value.owned(),
+        base: html.head.0.base.owned(),
+        links: html
+            .links
+            .0
+            .into_iter()
+            .filter_map(|l| l.0.link())
+            .collect(),
     }))
 }
 
-fn wat_link(l: &Value) -> Option<RawLink> {
-    let path = l["path"].as_str()?;
-    let tag = match path {
-        "A@/href" => LinkTag::A,
-        "AREA@/href" => LinkTag::Area,
-        "FRAME@/src" => LinkTag::Frame,
-        "IFRAME@/src" => LinkTag::IFrame,
-        _ => return None,
-    };
-    let text = l["text"].as_str().unwrap_or("").to_string();
-    let alt = l["alt"].as_str().unwrap_or("").to_string();
-    Some(RawLink {
-        tag: Some(tag),
-        url: l["url"].as_str()?.to_string(),
-        has_image: tag == LinkTag::A && text.is_empty() && !alt.is_empty(),
-        text,
-        alt,
-        rel: l["rel"].as_str().unwrap_or("").to_string(),
-    })
+/// An object's fields as one kind of record reads them: each key it knows is read with
+/// [`MapAccess::next_value`], every other value skipped.
+trait Fields<'de>: Default {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error>;
+}
+
+/// An object read as `T`'s fields; any other JSON value reads as `T::default()`.
+#[derive(Default)]
+struct Object<T>(T);
+
+impl<'de, T: Fields<'de>> Deserialize<'de> for Object<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(PhantomData<T>);
+        impl<'de, T: Fields<'de>> Visitor<'de> for V<T> {
+            type Value = Object<T>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut fields = T::default();
+                while let Some(key) = map.next_key::<Text>()? {
+                    fields.field(key.0.as_deref().unwrap_or_default(), &mut map)?;
+                }
+                Ok(Object(fields))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+                skip_seq(seq).map(|()| Object::default())
+            }
+            scalars_read_as!(Object::default());
+        }
+        d.deserialize_any(V(PhantomData))
+    }
+}
+
+/// An array whose elements are read as `T`; any other JSON value reads as empty.
+struct Array<T>(Vec<T>);
+
+impl<T> Default for Array<T> {
+    fn default() -> Self {
+        Array(Vec::new())
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Array<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = Array<T>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut items = Vec::new();
+                while let Some(item) = seq.next_element()? {
+                    items.push(item);
+                }
+                Ok(Array(items))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                skip_map(map).map(|()| Array::default())
+            }
+            scalars_read_as!(Array::default());
+        }
+        d.deserialize_any(V(PhantomData))
+    }
+}
+
+/// A JSON string, borrowed from the record when it has no escapes; any other JSON
+/// value reads as `None`.
+#[derive(Default)]
+struct Text<'de>(Option<Cow<'de, str>>);
+
+impl Text<'_> {
+    fn owned(self) -> Option<String> {
+        self.0.map(Cow::into_owned)
+    }
+}
+
+impl<'de> Deserialize<'de> for Text<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Text<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E>(self, s: &'de str) -> Result<Self::Value, E> {
+                Ok(Text(Some(Cow::Borrowed(s))))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Self::Value, E> {
+                Ok(Text(Some(Cow::Owned(s.to_string()))))
+            }
+            fn visit_string<E>(self, s: String) -> Result<Self::Value, E> {
+                Ok(Text(Some(Cow::Owned(s))))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                skip_map(map).map(|()| Text(None))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+                skip_seq(seq).map(|()| Text(None))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(Text(None))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(Text(None))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(Text(None))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(Text(None))
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(Text(None))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// An HTTP status: a number, or a string holding one (surrounding spaces allowed).
+#[derive(Default)]
+struct Status(Option<u16>);
+
+impl<'de> Deserialize<'de> for Status {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Status;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Self::Value, E> {
+                Ok(Status(s.trim().parse().ok()))
+            }
+            fn visit_u64<E>(self, n: u64) -> Result<Self::Value, E> {
+                Ok(Status(u16::try_from(n).ok()))
+            }
+            fn visit_i64<E>(self, n: i64) -> Result<Self::Value, E> {
+                Ok(Status(u16::try_from(n).ok()))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                skip_map(map).map(|()| Status(None))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+                skip_seq(seq).map(|()| Status(None))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(Status(None))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(Status(None))
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(Status(None))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+fn skip_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
+    while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+    Ok(())
+}
+
+fn skip_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<(), A::Error> {
+    while seq.next_element::<IgnoredAny>()?.is_some() {}
+    Ok(())
+}
+
+/// Reads `map`'s next value as `T` into `slot`: a repeated key keeps its last value.
+fn read<'de, A: MapAccess<'de>, T: Deserialize<'de>>(
+    map: &mut A,
+    slot: &mut T,
+) -> Result<(), A::Error> {
+    *slot = map.next_value()?;
+    Ok(())
+}
+
+#[derive(Default)]
+struct Top<'de> {
+    envelope: Object<Envelope<'de>>,
+}
+
+impl<'de> Fields<'de> for Top<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            "Envelope" => read(map, &mut self.envelope),
+            _ => map.next_value::<IgnoredAny>().map(drop),
+        }
+    }
+}
+
+#[derive(Default)]
+struct Envelope<'de> {
+    warc: Object<WarcHeader<'de>>,
+    payload: Object<Payload<'de>>,
+}
+
+impl<'de> Fields<'de> for Envelope<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            "WARC-Header-Metadata" => read(map, &mut self.warc),
+            "Payload-Metadata" => read(map, &mut self.payload),
+            _ => map.next_value::<IgnoredAny>().map(drop),
+        }
+    }
+}
+
+#[derive(Default)]
+struct WarcHeader<'de> {
+    kind: Text<'de>,
+    target_uri: Text<'de>,
+    date: Text<'de>,
+    ip: Text<'de>,
+}
+
+impl<'de> Fields<'de> for WarcHeader<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            "WARC-Type" => read(map, &mut self.kind),
+            "WARC-Target-URI" => read(map, &mut self.target_uri),
+            "WARC-Date" => read(map, &mut self.date),
+            "WARC-IP-Address" => read(map, &mut self.ip),
+            _ => map.next_value::<IgnoredAny>().map(drop),
+        }
+    }
+}
+
+#[derive(Default)]
+struct Payload<'de> {
+    http: Object<HttpResponse<'de>>,
+}
+
+impl<'de> Fields<'de> for Payload<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            "HTTP-Response-Metadata" => read(map, &mut self.http),
+            _ => map.next_value::<IgnoredAny>().map(drop),
+        }
+    }
+}
+
+#[derive(Default)]
+struct HttpResponse<'de> {
+    message: Object<ResponseMessage>,
+    headers: Object<Headers<'de>>,
+    html: Object<HtmlMetadata<'de>>,
+}
+
+impl<'de> Fields<'de> for HttpResponse<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            "Response-Message" => read(map, &mut self.message),
+            "Headers" => read(map, &mut self.headers),
+            "HTML-Metadata" => read(map, &mut self.html),
+            _ => map.next_value::<IgnoredAny>().map(drop),
+        }
+    }
+}
+
+#[derive(Default)]
+struct ResponseMessage {
+    status: Status,
+}
+
+impl<'de> Fields<'de> for ResponseMessage {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            "Status" => read(map, &mut self.status),
+            _ => map.next_value::<IgnoredAny>().map(drop),
+        }
+    }
+}
+
+/// The two headers read, by name in any case.
+#[derive(Default)]
+struct Headers<'de> {
+    location: Header<'de>,
+    content_type: Header<'de>,
+}
+
+/// A header named in any case. Of several spellings the byte-wise least is read, and of
+/// a repeated key its last value, as a `serde_json::Map` (sorted, one value per key)
+/// keeps them.
+#[derive(Default)]
+struct Header<'de> {
+    key: Option<String>,
+    value: Text<'de>,
+}
+
+impl<'de> Header<'de> {
+    fn offer<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        match &self.key {
+            Some(k) if k.as_str() < key => map.next_value::<IgnoredAny>().map(drop),
+            _ => {
+                self.key = Some(key.to_string());
+                read(map, &mut self.value)
+            }
+        }
+    }
+}
+
+impl<'de> Fields<'de> for Headers<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        if key.eq_ignore_ascii_case("location") {
+            self.location.offer(key, map)
+        } else if key.eq_ignore_ascii_case("content-type") {
+            self.content_type.offer(key, map)
+        } else {
+            map.next_value::<IgnoredAny>().map(drop)
+        }
+    }
+}
+
+#[derive(Default)]
+struct HtmlMetadata<'de> {
+    head: Object<Head<'de>>,
+    links: Array<Object<WatLink<'de>>>,
+}
+
+impl<'de> Fields<'de> for HtmlMetadata<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            "Head" => read(map, &mut self.head),
+            "Links" => read(map, &mut self.links),
+            _ => map.next_value::<IgnoredAny>().map(drop),
+        }
+    }
+}
+
+#[derive(Default)]
+struct Head<'de> {
+    base: Text<'de>,
+}
+
+impl<'de> Fields<'de> for Head<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            "Base" => read(map, &mut self.base),
+            _ => map.next_value::<IgnoredAny>().map(drop),
+        }
+    }
+}
+
+/// One entry of the `Links` array.
+#[derive(Default)]
+struct WatLink<'de> {
+    path: Text<'de>,
+    url: Text<'de>,
+    text: Text<'de>,
+    alt: Text<'de>,
+    rel: Text<'de>,
+}
+
+impl<'de> Fields<'de> for WatLink<'de> {
+    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+        match key {
+            "path" => read(map, &mut self.path),
+            "url" => read(map, &mut self.url),
+            "text" => read(map, &mut self.text),
+            "alt" => read(map, &mut self.alt),
+            "rel" => read(map, &mut self.rel),
+            _ => map.next_value::<IgnoredAny>().map(drop),
+        }
+    }
+}
+
+impl WatLink<'_> {
+    /// The link, if its path is one a link index reads and it has a URL.
+    fn link(self) -> Option<RawLink> {
+        let tag = match self.path.0.as_deref()? {
+            "A@/href" => LinkTag::A,
+            "AREA@/href" => LinkTag::Area,
+            "FRAME@/src" => LinkTag::Frame,
+            "IFRAME@/src" => LinkTag::IFrame,
+            _ => return None,
+        };
+        let text = self.text.owned().unwrap_or_default();
+        let alt = self.alt.owned().unwrap_or_default();
+        Some(RawLink {
+            tag: Some(tag),
+            url: self.url.owned()?,
+            has_image: tag == LinkTag::A && text.is_empty() && !alt.is_empty(),
+            text,
+            alt,
+            rel: self.rel.owned().unwrap_or_default(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    /// What a `serde_json::Value` reading of the record gives, the semantics
+    /// [`parse_wat`] keeps: `(url, date, ip, status, location, content type, base, links
+    /// as (tag, url, text, alt, rel, has_image))`.
+    type Read = (
+        String,
+        Option<String>,
+        Option<String>,
+        Option<u16>,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+        Vec<(Option<LinkTag>, String, String, String, String, bool)>,
+    );
+
+    fn by_value(json: &[u8]) -> Result<Option<Read>, ()> {
+        let v: Value = serde_json::from_slice(json).map_err(drop)?;
+        let env = &v["Envelope"];
+        let warc = &env["WARC-Header-Metadata"];
+        if warc["WARC-Type"].as_str() != Some("response") {
+            return Ok(None);
+        }
+        let Some(url) = warc["WARC-Target-URI"].as_str() else {
+            return Err(());
+        };
+        let http = &env["Payload-Metadata"]["HTTP-Response-Metadata"];
+        let status = match &http["Response-Message"]["Status"] {
+            Value::String(s) => s.trim().parse().ok(),
+            Value::Number(n) => n.as_u64().and_then(|n| u16::try_from(n).ok()),
+            _ => None,
+        };
+        let header = |name: &str| {
+            http["Headers"].as_object().and_then(|h| {
+                h.iter()
+                    .find(|(k, _)| k.eq_ignore_ascii_case(name))
+                    .and_then(|(_, v)| v.as_str().map(str::to_string))
+            })
+        };
+        let html = &http["HTML-Metadata"];
+        let links = html["Links"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|l| {
+                        let tag = match l["path"].as_str()? {
+                            "A@/href" => LinkTag::A,
+                            "AREA@/href" => LinkTag::Area,
+                            "FRAME@/src" => LinkTag::Frame,
+                            "IFRAME@/src" => LinkTag::IFrame,
+                            _ => return None,
+                        };
+                        let s = |k: &str| l[k].as_str().unwrap_or("").to_string();
+                        let (text, alt) = (s("text"), s("alt"));
+                        let image = tag == LinkTag::A && text.is_empty() && !alt.is_empty();
+                        Some((
+                            Some(tag),
+                            l["url"].as_str()?.to_string(),
+                            text,
+                            alt,
+                            s("rel"),
+                            image,
+                        ))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let s = |v: &Value| v.as_str().map(str::to_string);
+        Ok(Some((
+            url.to_string(),
+            s(&warc["WARC-Date"]),
+            s(&warc["WARC-IP-Address"]),
+            status,
+            header("Location"),
+            header("Content-Type"),
+            s(&html["Head"]["Base"]),
+            links,
+        )))
+    }
+
+    fn read(json: &[u8]) -> Result<Option<Read>, ()> {
+        Ok(parse_wat(json).map_err(drop)?.map(|p| {
+            let links = p
+                .links
+                .into_iter()
+                .map(|l| (l.tag, l.url, l.text, l.alt, l.rel, l.has_image))
+                .collect();
+            (
+                p.url,
+                p.date,
+                p.ip,
+                p.status,
+                p.location,
+                p.content_type,
+                p.base,
+                links,
+            )
+        }))
+    }
+
+    #[test]
+    fn a_wat_record_reads_as_its_json_value_does() {
+        let response = |http: &str| {
+            format!(
+                r#"{{"Container":{{"Offset":"1"}},"Envelope":{{"WARC-Header-Metadata":{{"WARC-Type":"response","WARC-Target-URI":"http://a.example/","WARC-Date":"2024-01-02T03:04:05Z","WARC-IP-Address":"10.0.0.1"}},"Payload-Metadata":{{"HTTP-Response-Metadata":{http}}}}}}}"#
+            )
+        };
+        let records = [
+            response(
+                r#"{"Response-Message":{"Status":"200"},"Headers":{"Content-Type":"text/html"},"HTML-Metadata":{"Head":{"Base":"http://b.example/","Metas":[{"name":"x"}]},"Links":[{"path":"A@/href","url":"/x","text":"t"},{"path":"IMG@/src","url":"/i.png","alt":"i"},{"path":"A@/href","url":"/y","alt":"pic","rel":"nofollow"},{"path":"AREA@/href","url":"/z"},{"path":"FRAME@/src","url":"/f"},{"path":"IFRAME@/src","url":"/g"},{"path":"A@/href"},"not an object",[1],{"path":5,"url":"/w"},{"path":"A@/href","url":"/\u0078\"q","text":"caf\u00e9"}]}}"#,
+            ),
+            // Status as a number, padded, out of range, negative, fractional, missing.
+            response(r#"{"Response-Message":{"Status":301},"Headers":{"Location":"/home"}}"#),
+            response(r#"{"Response-Message":{"Status":" 404 "}}"#),
+            response(r#"{"Response-Message":{"Status":70000}}"#),
+            response(r#"{"Response-Message":{"Status":-1}}"#),
+            response(r#"{"Response-Message":{"Status":200.0}}"#),
+            response(r#"{"Response-Message":{"Status":{"code":200}}}"#),
+            response(r#"{}"#),
+            // Headers in several spellings, repeated, or of other types.
+            response(
+                r#"{"Headers":{"location":"/b","Location":"/a","LOCATION":"/c","content-type":"text/plain","Content-Type":"text/html","Content-Type":"application/xhtml+xml"}}"#,
+            ),
+            response(r#"{"Headers":{"Location":5,"location":"/b"}}"#),
+            response(r#"{"Headers":["Location"]}"#),
+            // Fields of unexpected types, and repeated keys.
+            response(r#"{"HTML-Metadata":{"Links":{"path":"A@/href"},"Head":"x"}}"#),
+            response(r#"{"HTML-Metadata":[1,2]}"#),
+            response(r#""#).replace("HTTP-Response-Metadata\":", "HTTP-Response-Metadata\":null,\"x\":"),
+            response(r#"{"HTML-Metadata":{"Links":[{"path":"A@/href","url":"/1"}]},"HTML-Metadata":{"Links":[{"path":"A@/href","url":"/2"}]}}"#),
+            r#"{"Envelope":{"WARC-Header-Metadata":{"WARC-Type":"request","WARC-Target-URI":"http://a.example/"}}}"#.to_string(),
+            r#"{"Envelope":{"WARC-Header-Metadata":{"WARC-Type":"response"}}}"#.to_string(),
+            r#"{"Envelope":{"WARC-Header-Metadata":{"WARC-Type":["response"],"WARC-Target-URI":"http://a.example/"}}}"#.to_string(),
+            r#"{"Envelope":{"WARC-Header-Metadata":{"WARC-Type":"response","WARC-Target-URI":7}}}"#.to_string(),
+            r#"{"Envelope":{"WARC-Header-Metadata":{"WARC-Type":"metadata","WARC-Type":"response","WARC-Target-URI":"http://a.example/"}}}"#.to_string(),
+            r#"{"Envelope":"response"}"#.to_string(),
+            r#"[{"Envelope":{}}]"#.to_string(),
+            r#"null"#.to_string(),
+            // Not JSON, or JSON with something after it.
+            r#"{"Envelope":{"WARC-Header-Metadata":{"WARC-Type":"response""#.to_string(),
+            r#"{"Envelope":{}} x"#.to_string(),
+            r#"{"Envelope":{"a":[1,2,}}"#.to_string(),
+            String::new(),
+        ];
+        for json in &records {
+            let expected = by_value(json.as_bytes());
+            assert_eq!(read(json.as_bytes()), expected, "{json}");
+        }
+        // The first record reads as a response with its links, so the comparison above
+        // is not of two empty readings.
+        let first = read(records[0].as_bytes()).unwrap().unwrap();
+        assert_eq!(first.7.len(), 6, "{:?}", first.7);
+        assert_eq!(first.7[5].1, "/x\"q");
+        assert_eq!(first.7[5].2, "café");
+    }
+
+    #[test]
+    fn every_record_of_the_real_wat_files_reads_as_its_json_value_does() {
+        let mut responses = 0;
+        for rel in [
+            "wat/fluo-webindex-wat-18.warc",
+            "wat/pycommoncrawl-file1.warc.wat.gz",
+        ] {
+            let Some(path) = testdata::shared(rel) else {
+                return;
+            };
+            let file = std::fs::File::open(&path).unwrap();
+            let input: Box<dyn std::io::BufRead> = if rel.ends_with(".gz") {
+                let gz = flate2::read::MultiGzDecoder::new(file);
+                Box::new(std::io::BufReader::new(gz))
+            } else {
+                Box::new(std::io::BufReader::new(file))
+            };
+            let mut reader = crate::warc::WarcReader::new(input);
+            while let Some(rec) = reader.next_record() {
+                let rec = rec.unwrap_or_else(|e| panic!("{rel}: {e:?}"));
+                let expected = by_value(&rec.block);
+                responses += usize::from(matches!(expected, Ok(Some(_))));
+                assert_eq!(read(&rec.block), expected, "{rel}");
+            }
+        }
+        assert!(responses >= 6, "{responses} responses");
+    }
 }
