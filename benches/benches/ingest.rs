@@ -1,4 +1,4 @@
-//! Ingest throughput (links/s) from gzipped JSON-lines and WARC files made by the
+//! Ingest throughput (links/s) from gzipped JSON-lines, WARC and WAT files made by the
 //! synthetic web generator, to a fully queryable store (orderings, counters and
 //! aggregates current), three ways in one run: reading alone (parse, extract and
 //! normalise, into a sink that drops the crawls: the share of time the crawl format
@@ -67,7 +67,7 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(20_000);
-    for format in [OutputFormat::JsonLines, OutputFormat::Warc] {
+    for format in [OutputFormat::JsonLines, OutputFormat::Warc, OutputFormat::Wat] {
         let spec = WebSpec {
             pages,
             domains: pages / 10,

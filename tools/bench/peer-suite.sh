@@ -73,6 +73,19 @@ lb_historic_flow=$(grep -o 'flow metrics: [0-9.]*' "$root/lb-historic.txt" | awk
 lb_historic_bytes=$(du -sb "$root"/lb-historic/historic-[0-9]* | awk '{s += $1} END {print s}')
 rm -rf "$root/lb-historic"
 
+# The same web as Common Crawl WAT files (three JSON envelopes per fetch, about nine
+# times the bytes): the same store, from the format public crawls ship.
+log "Linkbase ingest from WAT"
+target/release/webgen --out "$root/wat" --pages "$pages" --domains "$domains" --crawls 1 \
+    --hot-share 1.0 --format wat > /dev/null 2>&1
+t0=$(now)
+$B ingest --data "$root/lb-wat" "$root"/wat/*.gz > "$root/lb-ingest-wat.txt"
+t1=$(now)
+lb_ingest_wat=$(secs_between "$t0" "$t1")
+lb_wat_links=$(grep -o 'total: [0-9]* files, [0-9]* links' "$root/lb-ingest-wat.txt" | awk '{print $4}')
+[ "$lb_wat_links" = "$lb_links" ] || { echo "WAT read $lb_wat_links links, JSON-lines $lb_links" >&2; exit 1; }
+rm -rf "$root/lb-wat" "$root/wat"
+
 # --- PostgreSQL: COPY, indexes, aggregate tables ----------------------------------------
 log "exporting rows for PostgreSQL"
 $S rows --data "$root/lb" --out "$root/rows.csv"
@@ -292,6 +305,7 @@ print()
 print("| measure | Linkbase | PostgreSQL | PostgreSQL / Linkbase |")
 print("|---|---|---|---|")
 print(f"| load to a queryable store, links/s | {links/lb_ingest:,.0f} ({lb_ingest:.0f} s, from gzipped crawl files) | {rows/pg_total:,.0f} ({pg_copy:.0f} s COPY + {pg_index:.0f} s indexes + {pg_agg:.0f} s aggregates, from parsed CSV) | {(rows/pg_total)/(links/lb_ingest):.2f} |")
+print(f"| load from WAT files instead, links/s | {links/$lb_ingest_wat:,.0f} ({$lb_ingest_wat:.0f} s, the same web as Common Crawl WAT) | - | - |")
 print(f"| flow metrics | {$lb_flow:.1f} s (\`linkbase flow\` over the built store) | - | - |")
 print(f"| historic build: bulk build and flow metrics | {links/$lb_historic:,.0f} links/s ({$lb_historic:.0f} s; flow stage {float('$lb_historic_flow'):.1f} s, reading the graph and backlinks the build kept) | - | - |")
 print(f"| bytes per backlink | {int('$lb_bytes')/rows:,.0f} (every link, three levels, all views); historic snapshot {int('$lb_historic_bytes')/rows:,.0f} | {int('$pg_bytes')/rows:,.0f} table+indexes, {int('$pg_bytes_all')/rows:,.0f} with aggregates | {int('$pg_bytes_all')/int('$lb_bytes'):.2f} |")
