@@ -67,7 +67,11 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(20_000);
-    for format in [OutputFormat::JsonLines, OutputFormat::Warc, OutputFormat::Wat] {
+    for format in [
+        OutputFormat::JsonLines,
+        OutputFormat::Warc,
+        OutputFormat::Wat,
+    ] {
         let spec = WebSpec {
             pages,
             domains: pages / 10,

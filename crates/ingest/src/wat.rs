@@ -264,99 +264,66 @@ fn read<'de, A: MapAccess<'de>, T: Deserialize<'de>>(
     Ok(())
 }
 
-#[derive(Default)]
-struct Top<'de> {
-    envelope: Object<Envelope<'de>>,
+/// Declares a record of the fields one kind of object has that a link index reads, each
+/// under its JSON key: they are read with [`read`], every other key skipped.
+macro_rules! record {
+    ($(#[$doc:meta])* struct $name:ident $(<$lt:lifetime>)? { $($key:literal => $field:ident: $ty:ty,)* }) => {
+        $(#[$doc])*
+        #[derive(Default)]
+        struct $name $(<$lt>)? {
+            $($field: $ty,)*
+        }
+
+        impl<'de> Fields<'de> for $name $(<$lt>)? {
+            fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
+                match key {
+                    $($key => read(map, &mut self.$field),)*
+                    _ => map.next_value::<IgnoredAny>().map(drop),
+                }
+            }
+        }
+    };
 }
 
-impl<'de> Fields<'de> for Top<'de> {
-    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
-        match key {
-            "Envelope" => read(map, &mut self.envelope),
-            _ => map.next_value::<IgnoredAny>().map(drop),
-        }
+record! {
+    struct Top<'de> {
+        "Envelope" => envelope: Object<Envelope<'de>>,
     }
 }
 
-#[derive(Default)]
-struct Envelope<'de> {
-    warc: Object<WarcHeader<'de>>,
-    payload: Object<Payload<'de>>,
-}
-
-impl<'de> Fields<'de> for Envelope<'de> {
-    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
-        match key {
-            "WARC-Header-Metadata" => read(map, &mut self.warc),
-            "Payload-Metadata" => read(map, &mut self.payload),
-            _ => map.next_value::<IgnoredAny>().map(drop),
-        }
+record! {
+    struct Envelope<'de> {
+        "WARC-Header-Metadata" => warc: Object<WarcHeader<'de>>,
+        "Payload-Metadata" => payload: Object<Payload<'de>>,
     }
 }
 
-#[derive(Default)]
-struct WarcHeader<'de> {
-    kind: Text<'de>,
-    target_uri: Text<'de>,
-    date: Text<'de>,
-    ip: Text<'de>,
-}
-
-impl<'de> Fields<'de> for WarcHeader<'de> {
-    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
-        match key {
-            "WARC-Type" => read(map, &mut self.kind),
-            "WARC-Target-URI" => read(map, &mut self.target_uri),
-            "WARC-Date" => read(map, &mut self.date),
-            "WARC-IP-Address" => read(map, &mut self.ip),
-            _ => map.next_value::<IgnoredAny>().map(drop),
-        }
+record! {
+    struct WarcHeader<'de> {
+        "WARC-Type" => kind: Text<'de>,
+        "WARC-Target-URI" => target_uri: Text<'de>,
+        "WARC-Date" => date: Text<'de>,
+        "WARC-IP-Address" => ip: Text<'de>,
     }
 }
 
-#[derive(Default)]
-struct Payload<'de> {
-    http: Object<HttpResponse<'de>>,
-}
-
-impl<'de> Fields<'de> for Payload<'de> {
-    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
-        match key {
-            "HTTP-Response-Metadata" => read(map, &mut self.http),
-            _ => map.next_value::<IgnoredAny>().map(drop),
-        }
+record! {
+    struct Payload<'de> {
+        "HTTP-Response-Metadata" => http: Object<HttpResponse<'de>>,
     }
 }
 
-#[derive(Default)]
-struct HttpResponse<'de> {
-    message: Object<ResponseMessage>,
-    headers: Object<Headers<'de>>,
-    html: Object<HtmlMetadata<'de>>,
-}
-
-impl<'de> Fields<'de> for HttpResponse<'de> {
-    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
-        match key {
-            "Response-Message" => read(map, &mut self.message),
-            "Headers" => read(map, &mut self.headers),
-            "HTML-Metadata" => read(map, &mut self.html),
-            _ => map.next_value::<IgnoredAny>().map(drop),
-        }
+record! {
+    struct HttpResponse<'de> {
+        "Response-Message" => message: Object<ResponseMessage>,
+        "Headers" => headers: Object<Headers<'de>>,
+        "HTML-Metadata" => html: Object<HtmlMetadata<'de>>,
     }
 }
 
-#[derive(Default)]
-struct ResponseMessage {
-    status: Status,
-}
-
-impl<'de> Fields<'de> for ResponseMessage {
-    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
-        match key {
-            "Status" => read(map, &mut self.status),
-            _ => map.next_value::<IgnoredAny>().map(drop),
-        }
+record! {
+    struct ResponseMessage {
+        "Status" => status: Status,
     }
 }
 
@@ -400,56 +367,27 @@ impl<'de> Fields<'de> for Headers<'de> {
     }
 }
 
-#[derive(Default)]
-struct HtmlMetadata<'de> {
-    head: Object<Head<'de>>,
-    links: Array<Object<WatLink<'de>>>,
-}
-
-impl<'de> Fields<'de> for HtmlMetadata<'de> {
-    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
-        match key {
-            "Head" => read(map, &mut self.head),
-            "Links" => read(map, &mut self.links),
-            _ => map.next_value::<IgnoredAny>().map(drop),
-        }
+record! {
+    struct HtmlMetadata<'de> {
+        "Head" => head: Object<Head<'de>>,
+        "Links" => links: Array<Object<WatLink<'de>>>,
     }
 }
 
-#[derive(Default)]
-struct Head<'de> {
-    base: Text<'de>,
-}
-
-impl<'de> Fields<'de> for Head<'de> {
-    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
-        match key {
-            "Base" => read(map, &mut self.base),
-            _ => map.next_value::<IgnoredAny>().map(drop),
-        }
+record! {
+    struct Head<'de> {
+        "Base" => base: Text<'de>,
     }
 }
 
-/// One entry of the `Links` array.
-#[derive(Default)]
-struct WatLink<'de> {
-    path: Text<'de>,
-    url: Text<'de>,
-    text: Text<'de>,
-    alt: Text<'de>,
-    rel: Text<'de>,
-}
-
-impl<'de> Fields<'de> for WatLink<'de> {
-    fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
-        match key {
-            "path" => read(map, &mut self.path),
-            "url" => read(map, &mut self.url),
-            "text" => read(map, &mut self.text),
-            "alt" => read(map, &mut self.alt),
-            "rel" => read(map, &mut self.rel),
-            _ => map.next_value::<IgnoredAny>().map(drop),
-        }
+record! {
+    /// One entry of the `Links` array.
+    struct WatLink<'de> {
+        "path" => path: Text<'de>,
+        "url" => url: Text<'de>,
+        "text" => text: Text<'de>,
+        "alt" => alt: Text<'de>,
+        "rel" => rel: Text<'de>,
     }
 }
 
