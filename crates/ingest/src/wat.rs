@@ -13,25 +13,29 @@ use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
 
-/// The scalar visitors of a lenient container type: each reads as `$default`.
-macro_rules! scalars_read_as {
-    ($default:expr) => {
-        fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
-            Ok($default)
-        }
-        fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-            Ok($default)
-        }
-        fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-            Ok($default)
-        }
-        fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-            Ok($default)
-        }
-        fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-            Ok($default)
-        }
+/// Visitor methods by which the listed containers (`map`, `seq`: skipped to their end),
+/// the listed scalars (`visit_bool: bool`, ...) and `null` read as `$default`.
+macro_rules! read_as {
+    ($lt:lifetime, $default:expr; $($container:ident)*; $($visit:ident: $t:ty),*) => {
+        $(read_as!(@ $lt, $default, $container);)*
+        $(
+            fn $visit<E>(self, _: $t) -> Result<Self::Value, E> {
+                Ok($default)
+            }
+        )*
         fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok($default)
+        }
+    };
+    (@ $lt:lifetime, $default:expr, map) => {
+        fn visit_map<A: MapAccess<$lt>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+            Ok($default)
+        }
+    };
+    (@ $lt:lifetime, $default:expr, seq) => {
+        fn visit_seq<A: SeqAccess<$lt>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
             Ok($default)
         }
     };
@@ -108,10 +112,8 @@ impl<'de, T: Fields<'de>> Deserialize<'de> for Object<T> {
                 }
                 Ok(Object(fields))
             }
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-                skip_seq(seq).map(|()| Object::default())
-            }
-            scalars_read_as!(Object::default());
+            read_as!('de, Object::default(); seq;
+                visit_str: &str, visit_bool: bool, visit_i64: i64, visit_u64: u64, visit_f64: f64);
         }
         d.deserialize_any(V(PhantomData))
     }
@@ -141,10 +143,8 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Array<T> {
                 }
                 Ok(Array(items))
             }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-                skip_map(map).map(|()| Array::default())
-            }
-            scalars_read_as!(Array::default());
+            read_as!('de, Array::default(); map;
+                visit_str: &str, visit_bool: bool, visit_i64: i64, visit_u64: u64, visit_f64: f64);
         }
         d.deserialize_any(V(PhantomData))
     }
@@ -178,27 +178,8 @@ impl<'de> Deserialize<'de> for Text<'de> {
             fn visit_string<E>(self, s: String) -> Result<Self::Value, E> {
                 Ok(Text(Some(Cow::Owned(s))))
             }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-                skip_map(map).map(|()| Text(None))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-                skip_seq(seq).map(|()| Text(None))
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-                Ok(Text(None))
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-                Ok(Text(None))
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-                Ok(Text(None))
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-                Ok(Text(None))
-            }
-            fn visit_unit<E>(self) -> Result<Self::Value, E> {
-                Ok(Text(None))
-            }
+            read_as!('de, Text(None); map seq;
+                visit_bool: bool, visit_i64: i64, visit_u64: u64, visit_f64: f64);
         }
         d.deserialize_any(V)
     }
@@ -225,34 +206,10 @@ impl<'de> Deserialize<'de> for Status {
             fn visit_i64<E>(self, n: i64) -> Result<Self::Value, E> {
                 Ok(Status(u16::try_from(n).ok()))
             }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-                skip_map(map).map(|()| Status(None))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-                skip_seq(seq).map(|()| Status(None))
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-                Ok(Status(None))
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-                Ok(Status(None))
-            }
-            fn visit_unit<E>(self) -> Result<Self::Value, E> {
-                Ok(Status(None))
-            }
+            read_as!('de, Status(None); map seq; visit_bool: bool, visit_f64: f64);
         }
         d.deserialize_any(V)
     }
-}
-
-fn skip_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
-    while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-    Ok(())
-}
-
-fn skip_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<(), A::Error> {
-    while seq.next_element::<IgnoredAny>()?.is_some() {}
-    Ok(())
 }
 
 /// Reads `map`'s next value as `T` into `slot`: a repeated key keeps its last value.
