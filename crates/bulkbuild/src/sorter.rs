@@ -38,11 +38,11 @@ const ROW_OVERHEAD: usize = std::mem::size_of::<RowRef>();
 /// budget seldom makes it grow.
 const ARENA_SLACK: usize = 1 << 20;
 
-/// A row in the arena: its sort prefix (most comparisons end there, without reading the
-/// arena), its offset, and the lengths of `table | key` and value.
+/// A row in the arena: its partition hash (most comparisons end there), its offset, and
+/// the lengths of `table | key` and value.
 #[derive(Clone, Copy)]
 struct RowRef {
-    prefix: u128,
+    prefix: u64,
     offset: u32,
     key_len: u32,
     value_len: u32,
@@ -52,26 +52,6 @@ struct RowRef {
 fn prefix_of(table_and_key: &[u8]) -> u64 {
     let table = Table::from_u8(table_and_key[0]).expect("sorter holds valid table bytes");
     table.partition_hash(&table_and_key[1..])
-}
-
-/// The first bytes of a `table | key` in the sorter's order, as one number: its
-/// partition hash, then its table byte and the key's bytes around the hash (a backlink
-/// key's generation byte, then what follows the hash), zero-padded. The rows of one item
-/// share the partition hash, so comparing only it would read both keys from the arena for
-/// most comparisons within an item. Two keys with different prefixes are in the order
-/// of their prefixes ([`order`]); equal prefixes leave the order to the whole keys.
-fn sort_prefix(table_and_key: &[u8]) -> u128 {
-    let table = Table::from_u8(table_and_key[0]).expect("sorter holds valid table bytes");
-    let key = &table_and_key[1..];
-    let hash_at = usize::from(table == Table::Backlinks);
-    let mut next = [0u8; 8];
-    next[0] = table_and_key[0];
-    let before = key.get(..hash_at).unwrap_or_default();
-    let after = key.get(hash_at + 8..).unwrap_or_default();
-    for (slot, &b) in next[1..].iter_mut().zip(before.iter().chain(after)) {
-        *slot = b;
-    }
-    (u128::from(table.partition_hash(key)) << 64) | u128::from(u64::from_be_bytes(next))
 }
 
 /// The sorter's order of two `table | key`s: partition hash, then table, then key.
@@ -196,7 +176,7 @@ impl Sorter {
         self.arena.extend_from_slice(value);
         let key_len = key.len() + 1;
         self.rows.push(RowRef {
-            prefix: sort_prefix(&self.arena[offset..offset + key_len]),
+            prefix: prefix_of(&self.arena[offset..offset + key_len]),
             offset: offset as u32,
             key_len: key_len as u32,
             value_len: value.len() as u32,
@@ -669,48 +649,6 @@ mod tests {
             (b"", b""),
         ] {
             assert_eq!(starts_with_group(key, group), key.starts_with(group));
-        }
-    }
-
-    #[test]
-    fn a_sort_prefix_never_orders_two_keys_against_their_order() {
-        // Keys sharing a partition hash, of several tables, lengths and generation bytes,
-        // with bytes 0 and 255 where padding could be confused with them.
-        let mut keys = Vec::new();
-        for table in [Table::Backlinks, Table::Distinct, Table::Counters] {
-            for gen in [0u8, 1, 255] {
-                for tail in [
-                    &b""[..],
-                    b"\0",
-                    b"\0\0\0\0\0\0\0\0\0",
-                    b"\x01",
-                    b"\xff\xff\xff\xff\xff\xff\xff\x00",
-                    b"\xff\xff\xff\xff\xff\xff\xff\x01",
-                    b"abcdefg",
-                    b"abcdefgh",
-                    b"abcdefg\0",
-                ] {
-                    for hash in [&b"hash0123"[..], b"hash0124", b"has", b"has\0"] {
-                        let mut k = vec![table as u8];
-                        if table == Table::Backlinks {
-                            k.push(gen);
-                        }
-                        k.extend_from_slice(hash);
-                        if hash.len() == 8 {
-                            k.extend_from_slice(tail);
-                        }
-                        keys.push(k);
-                    }
-                }
-            }
-        }
-        for a in &keys {
-            for b in &keys {
-                let by_prefix = sort_prefix(a).cmp(&sort_prefix(b));
-                if by_prefix != Ordering::Equal {
-                    assert_eq!(by_prefix, order(a, b), "{a:?} {b:?}");
-                }
-            }
         }
     }
 

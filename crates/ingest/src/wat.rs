@@ -4,11 +4,13 @@
 //! metadata records, digests, most headers, the head's metas and scripts), so it is read
 //! in one pass that keeps only the fields below and skips the rest without building it.
 //! Reading is as lenient as indexing a `serde_json::Value`: a field of another type than
-//! expected reads as absent, a repeated key keeps its last value, and only invalid JSON
-//! is an error.
+//! expected reads as absent, a repeated key keeps its last value, and only what a `Value`
+//! refuses is an error (invalid JSON, strings that are not UTF-8 or hold lone
+//! surrogates, numbers out of range, nesting past serde_json's depth limit), since what
+//! is skipped is still read as a `Value` reads it ([`Skip`]).
 
 use crate::html::{LinkTag, RawLink};
-use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use std::borrow::Cow;
 use std::fmt;
 use std::marker::PhantomData;
@@ -29,16 +31,36 @@ macro_rules! read_as {
     };
     (@ $lt:lifetime, $default:expr, map) => {
         fn visit_map<A: MapAccess<$lt>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+            while map.next_entry::<Skip, Skip>()?.is_some() {}
             Ok($default)
         }
     };
     (@ $lt:lifetime, $default:expr, seq) => {
         fn visit_seq<A: SeqAccess<$lt>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            while seq.next_element::<Skip>()?.is_some() {}
             Ok($default)
         }
     };
+}
+
+/// A JSON value read and dropped. It is read as a `serde_json::Value` is (strings
+/// checked, numbers parsed, depth counted), so a record a `Value` refuses is refused here
+/// too, but nothing is built: serde's `IgnoredAny` checks none of that.
+struct Skip;
+
+impl<'de> Deserialize<'de> for Skip {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Skip;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            read_as!('de, Skip; map seq;
+                visit_str: &str, visit_bool: bool, visit_i64: i64, visit_u64: u64, visit_f64: f64);
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// What a WAT record says about one fetched page.
@@ -175,9 +197,6 @@ impl<'de> Deserialize<'de> for Text<'de> {
             fn visit_str<E>(self, s: &str) -> Result<Self::Value, E> {
                 Ok(Text(Some(Cow::Owned(s.to_string()))))
             }
-            fn visit_string<E>(self, s: String) -> Result<Self::Value, E> {
-                Ok(Text(Some(Cow::Owned(s))))
-            }
             read_as!('de, Text(None); map seq;
                 visit_bool: bool, visit_i64: i64, visit_u64: u64, visit_f64: f64);
         }
@@ -222,7 +241,8 @@ fn read<'de, A: MapAccess<'de>, T: Deserialize<'de>>(
 }
 
 /// Declares a record of the fields one kind of object has that a link index reads, each
-/// under its JSON key: they are read with [`read`], every other key skipped.
+/// under its JSON key: they are read with [`read`], every other key skipped. A record
+/// that borrows from the JSON names its lifetime `'de`, the one its `Fields` impl takes.
 macro_rules! record {
     ($(#[$doc:meta])* struct $name:ident $(<$lt:lifetime>)? { $($key:literal => $field:ident: $ty:ty,)* }) => {
         $(#[$doc])*
@@ -235,7 +255,7 @@ macro_rules! record {
             fn field<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
                 match key {
                     $($key => read(map, &mut self.$field),)*
-                    _ => map.next_value::<IgnoredAny>().map(drop),
+                    _ => map.next_value::<Skip>().map(drop),
                 }
             }
         }
@@ -303,7 +323,7 @@ struct Header<'de> {
 impl<'de> Header<'de> {
     fn offer<A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<(), A::Error> {
         match &self.key {
-            Some(k) if k.as_str() < key => map.next_value::<IgnoredAny>().map(drop),
+            Some(k) if k.as_str() < key => map.next_value::<Skip>().map(drop),
             _ => {
                 self.key = Some(key.to_string());
                 read(map, &mut self.value)
@@ -319,7 +339,7 @@ impl<'de> Fields<'de> for Headers<'de> {
         } else if key.eq_ignore_ascii_case("content-type") {
             self.content_type.offer(key, map)
         } else {
-            map.next_value::<IgnoredAny>().map(drop)
+            map.next_value::<Skip>().map(drop)
         }
     }
 }
@@ -517,11 +537,26 @@ mod tests {
             r#"{"Envelope":{}} x"#.to_string(),
             r#"{"Envelope":{"a":[1,2,}}"#.to_string(),
             String::new(),
+            // What a `Value` refuses in a skipped field: nesting past the depth limit, a
+            // lone surrogate, a number out of range.
+            response("{}").replace("{\"Container\":", &format!("{{\"x\":{}1{},\"Container\":", "[".repeat(200), "]".repeat(200))),
+            response("{}").replace("{\"Container\":", "{\"x\":\"\\ud800\",\"Container\":"),
+            response("{}").replace("{\"Container\":", "{\"x\":1e400,\"Container\":"),
+            response("{}").replace("{\"Container\":", &format!("{{\"x\":1{},\"Container\":", "0".repeat(400))),
         ];
+        let mut refused = 0;
         for json in &records {
             let expected = by_value(json.as_bytes());
+            refused += usize::from(expected.is_err());
             assert_eq!(read(json.as_bytes()), expected, "{json}");
         }
+        assert!(refused >= 8, "{refused} records refused");
+        // Nor is a string that is not UTF-8, where it is skipped.
+        let mut bytes = response("{}").into_bytes();
+        let at = bytes.windows(3).position(|w| w == b"\"1\"").unwrap() + 1;
+        bytes[at] = 0xff;
+        assert!(by_value(&bytes).is_err());
+        assert_eq!(read(&bytes), Err(()));
         // The first record reads as a response with its links, so the comparison above
         // is not of two empty readings.
         let first = read(records[0].as_bytes()).unwrap().unwrap();
