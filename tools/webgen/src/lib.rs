@@ -473,16 +473,25 @@ fn write_warc(out: &mut impl Write, f: &GenFetch) -> io::Result<()> {
         )?,
         s => write!(http, "HTTP/1.1 {s} Not Found\r\nContent-Length: 0\r\n\r\n")?,
     }
-    let mut gz = GzEncoder::new(Vec::new(), Compression::fast());
-    write!(
-        gz,
-        "WARC/1.0\r\nWARC-Type: response\r\nWARC-Target-URI: {}\r\nWARC-Date: {}\r\nWARC-IP-Address: {}\r\nContent-Type: application/http; msgtype=response\r\nContent-Length: {}\r\n\r\n",
+    let headers = format!(
+        "WARC-Type: response\r\nWARC-Target-URI: {}\r\nWARC-Date: {}\r\nWARC-IP-Address: {}\r\nContent-Type: application/http; msgtype=response\r\n",
         f.url,
         iso(f.fetched_at),
         f.ip,
-        http.len()
+    );
+    write_warc_record(out, &headers, &http)
+}
+
+/// One WARC record (`headers`: every header line but `Content-Length`, each ending in
+/// CRLF), gzipped as its own member, as Common Crawl writes them.
+fn write_warc_record(out: &mut impl Write, headers: &str, block: &[u8]) -> io::Result<()> {
+    let mut gz = GzEncoder::new(Vec::new(), Compression::fast());
+    write!(
+        gz,
+        "WARC/1.0\r\n{headers}Content-Length: {}\r\n\r\n",
+        block.len()
     )?;
-    gz.write_all(&http)?;
+    gz.write_all(block)?;
     gz.write_all(b"\r\n\r\n")?;
     out.write_all(&gz.finish()?)
 }
@@ -514,8 +523,7 @@ fn as_written<'a>(page: &str, url: &'a str) -> &'a str {
     }
 }
 
-/// One WAT record: a WARC metadata header and its JSON `envelope`, gzipped as its own
-/// member.
+/// One WAT record: a WARC metadata record of the JSON `envelope`.
 fn write_wat_record(out: &mut impl Write, f: &GenFetch, n: u64, envelope: &str) -> io::Result<()> {
     let json = format!(
         "{{\"Container\":{{\"Filename\":\"CC-MAIN-{}-00000.warc.gz\",\"Compressed\":true,\"Offset\":\"{}\",\"Gzip-Metadata\":{{\"Deflate-Length\":\"{}\",\"Header-Length\":\"10\",\"Footer-Length\":\"8\",\"Inflated-CRC\":\"{}\",\"Inflated-Length\":\"{}\"}}}},\"Envelope\":{envelope}}}",
@@ -525,17 +533,14 @@ fn write_wat_record(out: &mut impl Write, f: &GenFetch, n: u64, envelope: &str) 
         h(&[n, f.fetched_at as u64]) as i32,
         900 + envelope.len() / 2,
     );
-    let mut gz = GzEncoder::new(Vec::new(), Compression::fast());
-    write!(
-        gz,
-        "WARC/1.0\r\nWARC-Type: metadata\r\nWARC-Target-URI: {}\r\nWARC-Date: {}\r\nWARC-Record-ID: {}\r\nWARC-Refers-To: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{json}\r\n\r\n",
+    let headers = format!(
+        "WARC-Type: metadata\r\nWARC-Target-URI: {}\r\nWARC-Date: {}\r\nWARC-Record-ID: {}\r\nWARC-Refers-To: {}\r\nContent-Type: application/json\r\n",
         f.url,
         iso(f.fetched_at + 86_400),
         record_id(f, n + 10),
         record_id(f, n),
-        json.len()
-    )?;
-    out.write_all(&gz.finish()?)
+    );
+    write_warc_record(out, &headers, json.as_bytes())
 }
 
 /// The three WAT records of one fetch, as Common Crawl writes them: its request, its
