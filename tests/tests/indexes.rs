@@ -575,6 +575,44 @@ fn a_historic_snapshot_is_rebuilt_not_ingested_into() {
     run(&["ingest", "--data", d, "--index", "fresh", &files[1]]);
 }
 
+/// A first ingest into the historic index builds a snapshot, as a historic build does:
+/// a later ingest into it is refused and changes nothing, while the fresh index, and a
+/// historic index filled with `--incremental`, take crawls one by one. Rebuilt from both
+/// files, the snapshot answers as the index that took them one by one.
+#[test]
+fn a_first_ingest_into_historic_makes_a_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, files) = crawls(dir.path(), 500, 2);
+    let path = |name: &str| dir.path().join(name).display().to_string();
+    let (snapshot, one_by_one, rebuilt) = (path("snapshot"), path("one-by-one"), path("rebuilt"));
+    // The first line names the index's directory.
+    let totals = |d: &str| {
+        let out = run(&["stats", "--data", d]);
+        out.lines().skip(1).collect::<Vec<_>>().join("\n")
+    };
+
+    run(&["ingest", "--data", &snapshot, &files[0]]);
+    let before = totals(&snapshot);
+    let err = run_failing(&["ingest", "--data", &snapshot, &files[1]]);
+    assert!(
+        err.contains("snapshot") && err.contains("historic build") && err.contains("--index fresh"),
+        "{err}"
+    );
+    assert_eq!(
+        totals(&snapshot),
+        before,
+        "the refused ingest changed the snapshot"
+    );
+    run(&["ingest", "--data", &snapshot, "--index", "fresh", &files[0]]);
+    run(&["ingest", "--data", &snapshot, "--index", "fresh", &files[1]]);
+
+    run(&["ingest", "--incremental", "--data", &one_by_one, &files[0]]);
+    run(&["ingest", "--data", &one_by_one, &files[1]]);
+    run(&["ingest", "--data", &rebuilt, &files[0], &files[1]]);
+    assert_ne!(totals(&rebuilt), before);
+    assert_eq!(totals(&rebuilt), totals(&one_by_one));
+}
+
 /// A snapshot's root domain whose backlinks all point to one host keeps no views of its
 /// own and reads the host's (`docs/format.md`, "Snapshots"): over HTTP every command
 /// answers for it as the fresh index, built from the same files with all its rows, does.

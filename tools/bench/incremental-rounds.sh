@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The incremental writer's benchmark: crawl rounds applied to an existing index. Builds an
-# index from crawl 0 of a synthetic web, cuts crawl 1 into rounds of a tenth of the pages
-# each, and times
+# The incremental writer's benchmark: crawl rounds applied to an existing index. Builds the
+# fresh index (the one that takes crawls one by one; a bulk-built historic index is a
+# snapshot) from crawl 0 of a synthetic web, cuts crawl 1 into rounds of a tenth of the
+# pages each, and times
 #   1. the first round alone on a fresh copy of the index, RUNS times (alternate it with
 #      another binary's runs to compare two builds: this machine's noise is about 5%), and
 #   2. ROUNDS rounds one after another in one process: the sustained rate, with the
@@ -34,7 +35,7 @@ log "generating $pages pages over $domains domains, two crawls"
 target/release/webgen --out "$root/crawl" --pages "$pages" --domains "$domains" --crawls 2 \
     --hot-share 1.0 > "$root/webgen.txt" 2>/dev/null
 log "building the index from crawl 0"
-$B ingest --data "$root/index" "$root/crawl/crawl-000.jsonl.gz" > "$root/build.txt" 2> "$root/build-progress.txt"
+$B ingest --data "$root/index" --index fresh "$root/crawl/crawl-000.jsonl.gz" > "$root/build.txt" 2> "$root/build-progress.txt"
 grep '^total' "$root/build.txt" >&2
 # Crawl 1 read once, its first ROUNDS tenths written as the rounds.
 zcat "$root/crawl/crawl-001.jsonl.gz" | awk -v n="$round_pages" -v rounds="$rounds" -v dir="$root" '
@@ -61,7 +62,7 @@ for ((r = 1; r <= runs; r++)); do
     log "first round alone, run $r of $runs"
     fresh_copy
     /usr/bin/time -f "%U %S" -o "$root/time.txt" \
-        $B ingest --data "$root/run" "${files[0]}" > "$root/first-$r.txt"
+        $B ingest --data "$root/run" --index fresh "${files[0]}" > "$root/first-$r.txt"
     read -r links secs < <(per_file "$root/first-$r.txt")
     read -r user sys < "$root/time.txt"
     echo "| first round, fresh copy $r | 1 | $links | $secs | $(python3 -c "print(round($links / $secs))") | $user | $sys |" >> "$root/results.md"
@@ -70,7 +71,7 @@ done
 log "$rounds rounds in one process"
 fresh_copy
 /usr/bin/time -f "%U %S" -o "$root/time.txt" \
-    $B ingest --data "$root/run" "${files[@]}" > "$root/sustained.txt"
+    $B ingest --data "$root/run" --index fresh "${files[@]}" > "$root/sustained.txt"
 n=0
 while read -r links secs; do
     n=$((n + 1))

@@ -38,6 +38,11 @@ fn building_path(dir: &DataDir, kind: IndexKind) -> PathBuf {
 
 /// Builds an empty index from crawl files with the bulk builder, then renames it into
 /// place. No server may hold the data directory.
+///
+/// The fresh index takes crawls one by one from then on, so it gets the rows only the
+/// incremental writer reads. The historic index is a snapshot, rebuilt rather than
+/// updated (`docs/format.md`, "Snapshots"): it is built without them, as by a historic
+/// build, whatever `opts.writer_rows` says.
 pub fn bulk_ingest(
     dir: &DataDir,
     kind: IndexKind,
@@ -51,7 +56,11 @@ pub fn bulk_ingest(
     if building.exists() {
         std::fs::remove_dir_all(&building).map_err(io_error(&building))?;
     }
-    let build = bulkbuild::build(&building, files, opts, on_progress)?;
+    let opts = BuildOptions {
+        writer_rows: kind == IndexKind::Fresh,
+        ..opts.clone()
+    };
+    let build = bulkbuild::build(&building, files, &opts, on_progress)?;
     let store_err = |source| Error::Store {
         index: kind,
         path: building.clone(),

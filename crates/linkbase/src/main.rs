@@ -108,7 +108,9 @@ enum Command {
         #[arg(long, default_value_t = indexes::DEFAULT_WINDOW_DAYS)]
         window_days: u32,
         /// Apply crawls one by one with the incremental writer even when the index is
-        /// empty (by default, an empty index is filled by a bulk build).
+        /// empty (by default, an empty index is filled by a bulk build). A historic index
+        /// so begun takes later crawls one by one; a bulk-built one is a snapshot,
+        /// rebuilt rather than updated.
         #[arg(long)]
         incremental: bool,
         /// Block cache of the incremental writer (512M, 4G, ...): its reads of aggregate

@@ -23,10 +23,11 @@ pub enum Error {
     /// An incremental write into a snapshot store, which has none of the rows the
     /// incremental writer reads.
     #[error(
-        "{}: this index is a snapshot made by a historic build and cannot take crawls one \
-         by one (it keeps none of the rows only the incremental writer reads): build a \
-         new snapshot with `linkbase historic build` from all its crawl files, or ingest \
-         into the fresh index (`--index fresh`)",
+        "{}: this index is a snapshot (a historic index, made by its first ingest or by \
+         a historic build) and cannot take crawls one by one (it keeps none of the rows \
+         only the incremental writer reads): rebuild it from all its crawl files (ingest \
+         them into an empty data directory, or `linkbase historic build`), or ingest into \
+         the fresh index (`--index fresh`)",
         path.display()
     )]
     Snapshot { path: std::path::PathBuf },
