@@ -88,11 +88,18 @@ impl ItemHasher {
     /// [`ItemHasher::item_key`] of the item `level`, `name`, without an [`Item`].
     pub fn key_of(&self, level: Level, name: &str) -> Vec<u8> {
         let mut k = Vec::with_capacity(name.len() + 10);
-        k.extend_from_slice(&self.hash(level, name).to_be_bytes());
-        k.push(level as u8);
-        k.extend_from_slice(name.as_bytes());
-        k.push(0);
+        self.key_into(level, name, &mut k);
         k
+    }
+
+    /// [`ItemHasher::key_of`] into `out`, replacing what it held: a buffer reused for
+    /// several items allocates once.
+    pub(crate) fn key_into(&self, level: Level, name: &str, out: &mut Vec<u8>) {
+        out.clear();
+        out.extend_from_slice(&self.hash(level, name).to_be_bytes());
+        out.push(level as u8);
+        out.extend_from_slice(name.as_bytes());
+        out.push(0);
     }
 }
 

@@ -321,28 +321,30 @@ pub(crate) fn target_contributions<'i, S: ViewSink + ?Sized>(
     let delta = backlink_counters(facts, sign);
     let anchor_domain = pair_member(facts.source_domain, &facts.anchor);
     let ip = facts.source_ip.map(ip_member);
+    let mut key_buffer = Vec::new();
     for (level, name) in items {
-        let item_key = hasher.key_of(level, name);
-        out.ref_domain(&item_key, facts.source_domain, ref_domain_share(link, sign));
+        hasher.key_into(level, name, &mut key_buffer);
+        let item_key = key_buffer.as_slice();
+        out.ref_domain(item_key, facts.source_domain, ref_domain_share(link, sign));
         // Subnets are counted from the addresses' rows (`subnet_of_member`).
         if let Some(ip) = &ip {
-            out.distinct(&item_key, DistinctKind::RefIp, ip, sign);
+            out.distinct(item_key, DistinctKind::RefIp, ip, sign);
         }
-        out.distinct(&item_key, DistinctKind::AnchorDomain, &anchor_domain, sign);
-        out.anchor(&item_key, &facts.anchor, anchor_share(link, sign));
+        out.distinct(item_key, DistinctKind::AnchorDomain, &anchor_domain, sign);
+        out.anchor(item_key, &facts.anchor, anchor_share(link, sign));
         let found = TimelineDelta {
             found: sign,
             lost: 0,
         };
-        out.timeline(&item_key, link.first_seen, found);
+        out.timeline(item_key, link.first_seen, found);
         if link.deleted {
             let lost = TimelineDelta {
                 found: 0,
                 lost: sign,
             };
-            out.timeline(&item_key, link.date_lost, lost);
+            out.timeline(item_key, link.date_lost, lost);
         }
-        out.counters(&item_key, delta);
+        out.counters(item_key, delta);
     }
 }
 

@@ -114,11 +114,6 @@ impl DistinctSums {
         }
     }
 
-    /// Members held, with counts of 0 or less among them.
-    pub(super) fn len(&self) -> usize {
-        self.counts.len()
-    }
-
     /// Every member with its kind and count, in no order.
     pub(super) fn drain(&mut self) -> impl Iterator<Item = (DistinctKind, String, i64)> + '_ {
         self.counts.drain().map(|(mut key, n)| {

@@ -17,7 +17,7 @@ use crate::aggregate::{
 use crate::keys::{DistinctKind, ItemHasher};
 use crate::table::{
     row, AnchorKey, BuiltKey, Count, CountersKey, DistinctKey, RankedAnchorKey, RankedRefDomainKey,
-    RefDomainKey, TableKey, TimelineKey,
+    RefDomainKey, TimelineKey,
 };
 use crate::views::{
     distinct_counters, out_domain_counters, ref_domain_counters, split_anchor_member,
@@ -74,35 +74,30 @@ pub(crate) fn item_rows(
     };
 
     // Distinct members in key order, so that one subnet's addresses come together and it
-    // is counted at its first.
-    let mut members: Vec<(Vec<u8>, DistinctKind, String, i64)> =
-        Vec::with_capacity(sum.distinct.len());
-    members.extend(
-        sum.distinct
-            .drain()
-            .filter(|(_, _, n)| *n > 0)
-            .map(|(kind, member, n)| {
-                let key = DistinctKey {
-                    item_key,
-                    kind,
-                    member: &member,
-                };
-                (key.encode(), kind, member, n)
-            }),
-    );
-    members.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    // is counted at its first. Keys are `item_key | kind | member | 0` and members hold
+    // no NUL, so (kind, member) sorts them the same, and only rows kept are encoded.
+    let mut members: Vec<(DistinctKind, String, i64)> =
+        sum.distinct.drain().filter(|(_, _, n)| *n > 0).collect();
+    members.sort_unstable_by(|a, b| (a.0 as u8, a.1.as_bytes()).cmp(&(b.0 as u8, b.1.as_bytes())));
     let mut last_subnet: Option<&str> = None;
     // One referring domain's anchor texts come together (`domain \x01 anchor`).
-    let mut run: Vec<(Vec<u8>, String, i64)> = Vec::new();
-    let mut run_domain = String::new();
-    for (key, kind, member, n) in &mut members {
+    let mut run: Vec<(&str, i64)> = Vec::new();
+    let mut run_domain = "";
+    for (kind, member, n) in &members {
         if *kind == DistinctKind::AnchorDomain {
             let (domain, text) = split_anchor_member(member);
             if domain != run_domain {
-                end_anchor_run(&run_domain, &mut run, &mut sum.ref_domains, keep, rows);
-                run_domain = domain.to_string();
+                end_anchor_run(
+                    item_key,
+                    run_domain,
+                    &mut run,
+                    &mut sum.ref_domains,
+                    keep,
+                    rows,
+                );
+                run_domain = domain;
             }
-            run.push((std::mem::take(key), text.to_string(), *n));
+            run.push((member, *n));
             let share = AnchorText {
                 ref_domains: 1,
                 ..Default::default()
@@ -116,8 +111,12 @@ pub(crate) fn item_rows(
             continue;
         }
         if keep.distinct(*kind) {
-            let n = kind.stored_count(*n);
-            rows.push((Table::Distinct, std::mem::take(key), Count(n).encode()));
+            let key = DistinctKey {
+                item_key,
+                kind: *kind,
+                member,
+            };
+            rows.push(row(&key, &Count(kind.stored_count(*n))));
         }
         if *kind == DistinctKind::RefIp {
             let subnet = subnet_of_member(member);
@@ -133,7 +132,14 @@ pub(crate) fn item_rows(
             count(&delta);
         }
     }
-    end_anchor_run(&run_domain, &mut run, &mut sum.ref_domains, keep, rows);
+    end_anchor_run(
+        item_key,
+        run_domain,
+        &mut run,
+        &mut sum.ref_domains,
+        keep,
+        rows,
+    );
 
     let ref_domains: Vec<_> = sum
         .ref_domains
@@ -192,12 +198,13 @@ pub(crate) fn item_rows(
     }
 }
 
-/// Puts one referring domain's anchor texts (`run`: `distinct` key, text, count, in key
-/// order) where the store keeps them: in its row while they are few, else in `distinct`
-/// rows with only their number in the row.
+/// Puts one referring domain's anchor texts (`run`: `domain \x01 text` members of
+/// `distinct`, with their counts, in key order) where the store keeps them: in its row
+/// while they are few, else in `distinct` rows with only their number in the row.
 fn end_anchor_run(
+    item_key: &[u8],
     domain: &str,
-    run: &mut Vec<(Vec<u8>, String, i64)>,
+    run: &mut Vec<(&str, i64)>,
     ref_domains: &mut HashMap<String, RefDomain>,
     keep: MemberRows,
     rows: &mut Vec<Row>,
@@ -211,11 +218,19 @@ fn end_anchor_run(
         counts: Vec::new(),
     };
     if anchors.in_row() {
-        anchors.counts = run.drain(..).map(|(_, text, n)| (text, n)).collect();
+        anchors.counts = run
+            .drain(..)
+            .map(|(member, n)| (split_anchor_member(member).1.to_string(), n))
+            .collect();
     } else {
-        for (key, _, n) in run.drain(..) {
+        for (member, n) in run.drain(..) {
             if keep.distinct(DistinctKind::AnchorDomain) {
-                rows.push((Table::Distinct, key, Count(n).encode()));
+                let key = DistinctKey {
+                    item_key,
+                    kind: DistinctKind::AnchorDomain,
+                    member,
+                };
+                rows.push(row(&key, &Count(n)));
             }
         }
     }
