@@ -584,7 +584,7 @@ fn a_first_ingest_into_historic_makes_a_snapshot() {
     let dir = tempfile::tempdir().unwrap();
     let (_, files) = crawls(dir.path(), 500, 2);
     let path = |name: &str| dir.path().join(name).display().to_string();
-    let (snapshot, one_by_one, rebuilt) = (path("snapshot"), path("one-by-one"), path("rebuilt"));
+    let (snapshot, one_by_one, rebuilt) = (path("bulk"), path("one-by-one"), path("rebuilt"));
     // The first line names the index's directory.
     let totals = |d: &str| {
         let out = run(&["stats", "--data", d]);
@@ -593,11 +593,12 @@ fn a_first_ingest_into_historic_makes_a_snapshot() {
 
     run(&["ingest", "--data", &snapshot, &files[0]]);
     let before = totals(&snapshot);
-    let err = run_failing(&["ingest", "--data", &snapshot, &files[1]]);
+    let err = run_failing(&["ingest", "--data", &snapshot, &files[1], &files[0]]);
     assert!(
         err.contains("snapshot") && err.contains("historic build") && err.contains("--index fresh"),
         "{err}"
     );
+    assert_eq!(err.matches("snapshot").count(), 1, "refused once: {err}");
     assert_eq!(
         totals(&snapshot),
         before,

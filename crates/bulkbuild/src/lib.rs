@@ -57,7 +57,8 @@ pub struct BuildOptions {
     /// summaries, `urls`, `expiry`, writer-only `distinct` kinds; `docs/format.md`,
     /// "Snapshots"). Without them the store serves every read as well and is smaller,
     /// and is marked a snapshot, which takes no crawl one by one
-    /// ([`linkstore::Store::is_snapshot`]): a historic build.
+    /// ([`linkstore::Store::is_snapshot`]): a historic build, or a first ingest into the
+    /// historic index.
     pub writer_rows: bool,
     /// Raw bytes (keys and values) of rows after which an SST file of a table with a
     /// dictionary is finished and the next begun. RocksDB holds such a file's blocks

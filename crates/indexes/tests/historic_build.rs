@@ -230,7 +230,7 @@ fn a_snapshot_takes_no_crawl_one_by_one() {
         "a refused ingest changed the snapshot"
     );
 
-    // A bulk build with writer rows (a first ingest) is no snapshot.
+    // A bulk build with writer rows (the fresh index's first ingest) is no snapshot.
     let first = tmp.path().join("first");
     bulkbuild::build(&first, &files[..1], &opts, &|_| {}).unwrap();
     let store = Store::open(&first, &opts.store).unwrap();

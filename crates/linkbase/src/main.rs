@@ -382,6 +382,11 @@ fn main() -> Result<()> {
                 ..StoreOptions::default()
             };
             let store = dir.open(index, &options)?;
+            // Refused once for all the files, not once per file.
+            if store.is_snapshot() {
+                let path = dir.index_path(index);
+                return Err(linkstore::Error::Snapshot { path }.into());
+            }
             ingest_files(&store, index, &files, batch, window_days)
         }
         Command::Historic {

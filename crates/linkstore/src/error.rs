@@ -23,11 +23,12 @@ pub enum Error {
     /// An incremental write into a snapshot store, which has none of the rows the
     /// incremental writer reads.
     #[error(
-        "{}: this index is a snapshot (a historic index, made by its first ingest or by \
-         a historic build) and cannot take crawls one by one (it keeps none of the rows \
-         only the incremental writer reads): rebuild it from all its crawl files (ingest \
-         them into an empty data directory, or `linkbase historic build`), or ingest into \
-         the fresh index (`--index fresh`)",
+        "{}: this historic index is a snapshot, made by its first ingest or by a historic \
+         build: it keeps none of the rows the incremental writer needs, so it takes no \
+         crawl one by one. Rebuild it from all its crawl files with `linkbase historic \
+         build` (or remove it and ingest them again, with `--incremental` for an index \
+         that takes later crawls one by one), or ingest into the fresh index \
+         (`--index fresh`)",
         path.display()
     )]
     Snapshot { path: std::path::PathBuf },

@@ -74,8 +74,9 @@ pub(crate) fn item_rows(
     };
 
     // Distinct members in key order, so that one subnet's addresses come together and it
-    // is counted at its first. Keys are `item_key | kind | member | 0` and members hold
-    // no NUL, so (kind, member) sorts them the same, and only rows kept are encoded.
+    // is counted at its first. Keys are `item_key | kind | member | 0`, and appending 0,
+    // the least byte, to every member keeps their order: (kind, member) sorts them the
+    // same, so only the rows kept are encoded.
     let mut members: Vec<(DistinctKind, String, i64)> =
         sum.distinct.drain().filter(|(_, _, n)| *n > 0).collect();
     members.sort_unstable_by(|a, b| (a.0 as u8, a.1.as_bytes()).cmp(&(b.0 as u8, b.1.as_bytes())));
