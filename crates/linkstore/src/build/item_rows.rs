@@ -82,23 +82,15 @@ pub(crate) fn item_rows(
     members.sort_unstable_by(|a, b| (a.0 as u8, a.1.as_bytes()).cmp(&(b.0 as u8, b.1.as_bytes())));
     let mut last_subnet: Option<&str> = None;
     // One referring domain's anchor texts come together (`domain \x01 anchor`).
-    let mut run: Vec<(&str, i64)> = Vec::new();
-    let mut run_domain = "";
+    let mut run = AnchorRun::default();
     for (kind, member, n) in &members {
         if *kind == DistinctKind::AnchorDomain {
             let (domain, text) = split_anchor_member(member);
-            if domain != run_domain {
-                end_anchor_run(
-                    item_key,
-                    run_domain,
-                    &mut run,
-                    &mut sum.ref_domains,
-                    keep,
-                    rows,
-                );
-                run_domain = domain;
+            if domain != run.domain {
+                run.end(item_key, &mut sum.ref_domains, keep, rows);
+                run.domain = domain;
             }
-            run.push((member, *n));
+            run.members.push((member, *n));
             let share = AnchorText {
                 ref_domains: 1,
                 ..Default::default()
@@ -133,14 +125,7 @@ pub(crate) fn item_rows(
             count(&delta);
         }
     }
-    end_anchor_run(
-        item_key,
-        run_domain,
-        &mut run,
-        &mut sum.ref_domains,
-        keep,
-        rows,
-    );
+    run.end(item_key, &mut sum.ref_domains, keep, rows);
 
     let ref_domains: Vec<_> = sum
         .ref_domains
@@ -199,45 +184,54 @@ pub(crate) fn item_rows(
     }
 }
 
-/// Puts one referring domain's anchor texts (`run`: `domain \x01 text` members of
-/// `distinct`, with their counts, in key order) where the store keeps them: in its row
-/// while they are few, else in `distinct` rows with only their number in the row.
-fn end_anchor_run(
-    item_key: &[u8],
-    domain: &str,
-    run: &mut Vec<(&str, i64)>,
-    ref_domains: &mut HashMap<String, RefDomain>,
-    keep: MemberRows,
-    rows: &mut Vec<Row>,
-) {
-    if run.is_empty() {
-        return;
-    }
-    let texts = run.len() as i64;
-    let mut anchors = RowAnchors {
-        texts,
-        counts: Vec::new(),
-    };
-    if anchors.in_row() {
-        anchors.counts = run
-            .drain(..)
-            .map(|(member, n)| (split_anchor_member(member).1.to_string(), n))
-            .collect();
-    } else {
-        for (member, n) in run.drain(..) {
-            if keep.distinct(DistinctKind::AnchorDomain) {
-                let key = DistinctKey {
-                    item_key,
-                    kind: DistinctKind::AnchorDomain,
-                    member,
-                };
-                rows.push(row(&key, &Count(n)));
+/// One referring domain's anchor texts as the item's `distinct` members come, in key
+/// order: `domain \x01 text` members with their counts.
+#[derive(Default)]
+struct AnchorRun<'m> {
+    domain: &'m str,
+    members: Vec<(&'m str, i64)>,
+}
+
+impl AnchorRun<'_> {
+    /// Puts the run's texts where the store keeps them: in its domain's row while they
+    /// are few, else in `distinct` rows with only their number in the row. Leaves the
+    /// run empty.
+    fn end(
+        &mut self,
+        item_key: &[u8],
+        ref_domains: &mut HashMap<String, RefDomain>,
+        keep: MemberRows,
+        rows: &mut Vec<Row>,
+    ) {
+        if self.members.is_empty() {
+            return;
+        }
+        let mut anchors = RowAnchors {
+            texts: self.members.len() as i64,
+            counts: Vec::new(),
+        };
+        if anchors.in_row() {
+            anchors.counts = self
+                .members
+                .drain(..)
+                .map(|(member, n)| (split_anchor_member(member).1.to_string(), n))
+                .collect();
+        } else {
+            for (member, n) in self.members.drain(..) {
+                if keep.distinct(DistinctKind::AnchorDomain) {
+                    let key = DistinctKey {
+                        item_key,
+                        kind: DistinctKind::AnchorDomain,
+                        member,
+                    };
+                    rows.push(row(&key, &Count(n)));
+                }
             }
         }
-    }
-    // Every text came with a backlink of the domain, so its row is in the sum.
-    if let Some(row) = ref_domains.get_mut(domain) {
-        row.anchors = anchors;
+        // Every text came with a backlink of the domain, so its row is in the sum.
+        if let Some(row) = ref_domains.get_mut(self.domain) {
+            row.anchors = anchors;
+        }
     }
 }
 
