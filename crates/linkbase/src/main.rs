@@ -383,10 +383,7 @@ fn main() -> Result<()> {
             };
             let store = dir.open(index, &options)?;
             // Refused once for all the files, not once per file.
-            if store.is_snapshot() {
-                let path = dir.index_path(index);
-                return Err(linkstore::Error::Snapshot { path }.into());
-            }
+            store.check_writable()?;
             ingest_files(&store, index, &files, batch, window_days)
         }
         Command::Historic {

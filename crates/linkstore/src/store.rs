@@ -472,12 +472,19 @@ impl Store {
 
     /// A writer applying page crawls in batches; refused on a snapshot.
     pub fn writer(&self) -> Result<Writer<'_>> {
+        self.check_writable()?;
+        Ok(Writer::new(self))
+    }
+
+    /// [`Error::Snapshot`] when the store is a snapshot, which takes no crawl one by one:
+    /// what [`Store::writer`] refuses, asked before any crawl is read.
+    pub fn check_writable(&self) -> Result<()> {
         if self.is_snapshot() {
             return Err(Error::Snapshot {
                 path: self.path.clone(),
             });
         }
-        Ok(Writer::new(self))
+        Ok(())
     }
 
     /// Whether this store was bulk-built without the rows that only the incremental
