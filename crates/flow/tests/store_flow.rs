@@ -237,7 +237,8 @@ fn builds_are_deterministic_and_a_killed_build_changes_nothing() {
 /// A flow build adds its backlink files at the bottom level: no range deletion covers
 /// the new generation when they arrive (RocksDB puts a file added under one in level 0),
 /// so the generation is not compacted down again. Its metrics and top pages, written
-/// through memtables, are rewritten there once it has published.
+/// through memtables, are rewritten there once it has published. Its backlink files,
+/// written once per generation, are compressed harder than the other tables' files.
 #[test]
 fn a_flow_builds_files_go_to_the_bottom_level() {
     let (dir, store) = built();
@@ -261,6 +262,16 @@ fn a_flow_builds_files_go_to_the_bottom_level() {
         // RocksDB's default of seven levels: the bottom one is 6.
         for f in files {
             assert_eq!(f.level, 6, "{table}: {} is not at the bottom", f.name);
+            // A file records the compression it was written with among its properties.
+            let path = dir.path().join(f.name.trim_start_matches('/'));
+            let bytes = std::fs::read(&path).unwrap();
+            let level_6 = bytes.windows(9).any(|w| w == b" level=6;");
+            assert_eq!(
+                level_6,
+                table == "backlinks",
+                "{table}: {} is not at the ZSTD level its table takes",
+                f.name
+            );
         }
     }
 }

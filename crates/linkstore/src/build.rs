@@ -34,7 +34,7 @@ use crate::keys::{url_hash, url_key, DistinctKind, ItemHasher};
 use crate::page::{day_of, PageCrawl, PageState};
 use crate::record::{BacklinkFacts, LinkRecord};
 use crate::small_item::keeps_member_rows;
-use crate::store::{bottom_file_options, has_dictionary};
+use crate::store::{bottom_file_options, flow_backlink_file_options, has_dictionary};
 use crate::table::{
     row, AnchorKey, BacklinkKey, BuiltKey, Count, CountersKey, DistinctKey, Empty, ExpiryPageKey,
     LinkKey, LinkRow, PageKey, RankedAnchorKey, RankedRefDomainKey, RefDomainKey, TableKey,
@@ -947,7 +947,23 @@ pub struct TableFileWriter {
 
 impl TableFileWriter {
     pub fn create(table: Table, path: &Path) -> Result<TableFileWriter> {
-        let inner = rocksdb::SstFileWriter::create(table_options(table));
+        TableFileWriter::create_with(table, table_options(table), path)
+    }
+
+    /// A `backlinks` file of a flow build, compressed harder
+    /// ([`flow_backlink_file_options`]).
+    pub(crate) fn create_flow_backlinks(path: &Path) -> Result<TableFileWriter> {
+        static OPTIONS: OnceLock<rocksdb::Options> = OnceLock::new();
+        let options = OPTIONS.get_or_init(flow_backlink_file_options);
+        TableFileWriter::create_with(Table::Backlinks, options, path)
+    }
+
+    fn create_with(
+        table: Table,
+        options: &'static rocksdb::Options,
+        path: &Path,
+    ) -> Result<TableFileWriter> {
+        let inner = rocksdb::SstFileWriter::create(options);
         inner.open(path)?;
         Ok(TableFileWriter {
             inner,

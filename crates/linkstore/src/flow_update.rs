@@ -87,7 +87,7 @@ impl BacklinkFiles {
         for (key, value) in rows.drain(..) {
             if self.writer.is_none() {
                 let path = self.dir.join(format!("{:06}.sst", self.files.len()));
-                self.writer = Some(TableFileWriter::create(Table::Backlinks, &path)?);
+                self.writer = Some(TableFileWriter::create_flow_backlinks(&path)?);
                 self.files.push(path);
             }
             let writer = self.writer.as_mut().expect("opened above");
