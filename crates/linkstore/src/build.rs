@@ -391,7 +391,7 @@ pub trait ReduceOut {
 enum BacklinkRow {
     /// To the store; `at_url`: the row is its target URL's, which keeps the record.
     Written { at_url: bool },
-    /// Nowhere: a root domain's row, the domain reading its linked host's views.
+    /// Nowhere: a root domain's row, the domain reading its linked hosts' rows.
     Left,
 }
 
@@ -582,7 +582,7 @@ impl Reducer {
             last_subnet: Vec::new(),
             anchor_run: AnchorRun::default(),
             writer_rows,
-            linked_hosts: LinkedHosts::default(),
+            linked_hosts: LinkedHosts::new(!writer_rows),
         }
     }
 
@@ -615,7 +615,7 @@ impl Reducer {
             let keep = MemberRows {
                 members: keeps_member_rows(&item.key, backlinks),
                 writer_rows,
-                at_host: linked_hosts.one_host(&item.key),
+                alias: linked_hosts.alias(&item.key),
             };
             item_rows(item, hasher, keep, rows, &mut |(t, k, v)| out.feed(t, k, v));
         });
@@ -658,17 +658,18 @@ impl Reducer {
         debug_assert!(items
             .iter()
             .all(|&(level, name)| self.hasher.hash(level, name) == key.item_hash));
-        // A row of the root domain alone, which may read its one linked host's views.
-        let at_host = match items {
+        // A row of the root domain alone, which may read its hosts' backlink rows.
+        let at_hosts = match items {
             [(Level::RootDomain, domain)] => self
                 .linked_hosts
-                .one_host(&self.hasher.key_of(Level::RootDomain, domain)),
+                .alias(&self.hasher.key_of(Level::RootDomain, domain))
+                .is_some(),
             _ => false,
         };
         let items = items.iter().copied();
         target_contributions(&facts, 1, items, &self.hasher, &mut self.sum);
         self.sum.flush_if_full(emit);
-        Ok(if at_host {
+        Ok(if at_hosts {
             BacklinkRow::Left
         } else {
             BacklinkRow::Written {
@@ -772,10 +773,11 @@ impl Reducer {
                 let keep = MemberRows {
                     members: self.sum.keeps_member_rows(key.item_key),
                     writer_rows: self.writer_rows,
-                    at_host: self.linked_hosts.one_host(key.item_key),
+                    alias: self.linked_hosts.alias(key.item_key),
                 };
-                if keep.distinct(key.kind) {
-                    let (t, k, v) = row(&key, &Count(key.kind.stored_count(n)));
+                if let Some(kind) = keep.distinct(key.kind) {
+                    let key = DistinctKey { kind, ..key };
+                    let (t, k, v) = row(&key, &Count(kind.stored_count(n)));
                     out.row(t, &k, &v);
                 }
                 if key.kind == DistinctKind::RefIp {

@@ -290,6 +290,10 @@ pub enum DistinctKind {
     /// anchors, timeline), and reads serve the host's, which are the same rows (format
     /// 17 in snapshots, 18 in every store). Its count is always 1.
     LinkedHost = 7,
+    /// In a snapshot, each host of a root domain whose backlinks point to two to
+    /// `MAX_BACKLINK_HOSTS` hosts: the domain keeps no backlink rows, and reads merge the
+    /// hosts' (format 20). Its count is always 1.
+    BacklinkHost = 8,
 }
 
 impl DistinctKind {
@@ -319,7 +323,7 @@ impl DistinctKind {
     /// too.
     pub(crate) fn stored_count(self, n: i64) -> i64 {
         match self {
-            DistinctKind::LinkedHost => 1,
+            DistinctKind::LinkedHost | DistinctKind::BacklinkHost => 1,
             _ => n,
         }
     }
@@ -332,6 +336,7 @@ impl DistinctKind {
             5 => DistinctKind::IpDomain,
             6 => DistinctKind::DomainIp,
             7 => DistinctKind::LinkedHost,
+            8 => DistinctKind::BacklinkHost,
             _ => return None,
         })
     }

@@ -187,10 +187,51 @@ pub struct BacklinkPage {
 }
 
 /// A backlink row scanned and held back: its record, or the key of the URL row holding
-/// it.
+/// it, with the part of the scan it was read in ([`BacklinkScan`]).
 enum ScannedRow {
-    Record(LinkRecord),
-    AtUrl([u8; 26]),
+    Record(LinkRecord, usize),
+    AtUrl([u8; 26], usize),
+}
+
+/// What a root domain reads of its linked hosts' views (`docs/format.md`, "Snapshots").
+enum HostViews {
+    /// Nothing: it keeps its own.
+    Own,
+    /// Every view of its one linked host.
+    Host(String),
+    /// The backlink rows of these hosts, merged; its other views are its own.
+    BacklinkHosts(Vec<Item>),
+}
+
+/// The backlink rows of one or more items (a root domain's linked hosts), merged in key
+/// order after the item hash: SourceTrustFlow descending, then the link hashes, which
+/// orders the hosts' rows exactly as the domain's own would be.
+struct BacklinkScan<'a> {
+    parts: Vec<rocksdb::DBRawIterator<'a>>,
+}
+
+impl<'a> BacklinkScan<'a> {
+    /// The part whose row comes next, if any.
+    fn next_part(&self) -> Option<usize> {
+        let mut best: Option<(usize, &[u8])> = None;
+        for (i, it) in self.parts.iter().enumerate() {
+            // A key holds the generation and the item hash (9 bytes), then its order.
+            let Some(rest) = it.key().and_then(|k| k.get(9..)) else {
+                continue;
+            };
+            if best.is_none_or(|(_, b)| rest < b) {
+                best = Some((i, rest));
+            }
+        }
+        best.map(|(i, _)| i)
+    }
+
+    fn status(&self) -> Result<()> {
+        for it in &self.parts {
+            it.status()?;
+        }
+        Ok(())
+    }
 }
 
 /// Pointer rows a scan resolves in its first multi-get, unless its caller asks for more.
@@ -226,28 +267,50 @@ impl ReadView {
     /// which keeps none and reads that host's ([`ReadView::linked_host`]). Counters and
     /// metrics stay the domain's own.
     fn views_of<'i>(&self, item: &'i Item) -> Result<Cow<'i, Item>> {
-        Ok(match self.linked_host(item)? {
-            Some(host) => Cow::Owned(Item::host(host)),
-            None => Cow::Borrowed(item),
+        Ok(match self.host_views(item)? {
+            HostViews::Host(host) => Cow::Owned(Item::host(host)),
+            HostViews::Own | HostViews::BacklinkHosts(_) => Cow::Borrowed(item),
         })
     }
 
     /// The one host a root domain reads the views of, when its backlinks all point to
     /// that host (its `LinkedHost` row, `docs/format.md`); `None` for every other item.
     pub fn linked_host(&self, item: &Item) -> Result<Option<String>> {
+        Ok(match self.host_views(item)? {
+            HostViews::Host(host) => Some(host),
+            HostViews::Own | HostViews::BacklinkHosts(_) => None,
+        })
+    }
+
+    /// What `item` reads of its linked hosts' views: for a root domain, its `LinkedHost`
+    /// or `BacklinkHost` rows (kinds 7 and 8 of `distinct`, adjacent in key order).
+    fn host_views(&self, item: &Item) -> Result<HostViews> {
         if item.level != Level::RootDomain {
-            return Ok(None);
+            return Ok(HostViews::Own);
         }
-        let mut prefix = self.hasher.item_key(item);
-        prefix.push(DistinctKind::LinkedHost as u8);
-        let it = self.prefix_iterator(CF_DISTINCT, &prefix);
-        match it.key() {
-            Some(key) => Ok(Some(DistinctKey::parse(key)?.member.to_string())),
-            None => {
-                it.status()?;
-                Ok(None)
+        let mut lower = self.hasher.item_key(item);
+        lower.push(DistinctKind::LinkedHost as u8);
+        let mut upper = lower.clone();
+        *upper.last_mut().expect("pushed above") = DistinctKind::BacklinkHost as u8 + 1;
+        let mut opts = self.opts();
+        opts.set_iterate_upper_bound(upper);
+        let mut it = self.db.raw_iterator_cf_opt(self.cf(CF_DISTINCT), opts);
+        it.seek(&lower);
+        let mut hosts = Vec::new();
+        while let Some(key) = it.key() {
+            let key = DistinctKey::parse(key)?;
+            match key.kind {
+                DistinctKind::LinkedHost => return Ok(HostViews::Host(key.member.to_string())),
+                _ => hosts.push(Item::host(key.member.to_string())),
             }
+            it.next();
         }
+        it.status()?;
+        Ok(if hosts.is_empty() {
+            HostViews::Own
+        } else {
+            HostViews::BacklinkHosts(hosts)
+        })
     }
 
     /// The generation of backlink orderings and metrics this view serves.
@@ -481,26 +544,24 @@ impl ReadView {
         first_chunk: usize,
         mut visit: impl FnMut(LinkRecord) -> bool,
     ) -> Result<()> {
-        let item = &*self.views_of(item)?;
-        let hash = self.hasher.hash(item.level, &item.name);
-        let lower = generation_item_prefix(self.generation, hash);
-        let mut opts = self.opts();
-        if let Some(upper) = prefix_successor(&lower) {
-            opts.set_iterate_upper_bound(upper);
-        }
-        let mut it = self.db.raw_iterator_cf_opt(self.cf(CF_BACKLINKS), opts);
-        it.seek(lower);
+        let parts = match self.host_views(item)? {
+            HostViews::Own => vec![item.clone()],
+            HostViews::Host(host) => vec![Item::host(host)],
+            HostViews::BacklinkHosts(hosts) => hosts,
+        };
+        let mut scan = BacklinkScan {
+            parts: parts.iter().map(|part| self.backlink_rows(part)).collect(),
+        };
         // Rows read but not visited, in key order: held back behind a pointer not yet
         // resolved.
         let mut held: Vec<ScannedRow> = Vec::new();
         let mut chunk = first_chunk.clamp(FIRST_POINTER_CHUNK, MAX_POINTER_CHUNK);
-        while it.valid() {
+        while let Some(part) = scan.next_part() {
+            let it = &mut scan.parts[part];
             let (Some(key), Some(value)) = (it.key(), it.value()) else {
                 break;
             };
-            if !key.starts_with(&lower) {
-                break;
-            }
+            let item = &parts[part];
             match is_pointer(value)? {
                 false if held.is_empty() => {
                     let rec = LinkRecord::decode(value)?;
@@ -508,41 +569,48 @@ impl ReadView {
                         return Ok(());
                     }
                 }
-                false => held.push(ScannedRow::Record(LinkRecord::decode(value)?)),
+                false => held.push(ScannedRow::Record(LinkRecord::decode(value)?, part)),
                 // A URL's own rows hold their records: a pointer under its hash is a
                 // colliding host's or root domain's.
                 true if item.level == Level::Url => {}
                 true => {
                     let at_url = BacklinkKey::parse(key)?.url_row(&self.hasher).bytes();
-                    held.push(ScannedRow::AtUrl(at_url));
+                    held.push(ScannedRow::AtUrl(at_url, part));
                 }
             }
+            it.next();
             if held.len() >= chunk {
-                if !self.visit_held(item, &mut held, &mut visit)? {
+                if !self.visit_held(&parts, &mut held, &mut visit)? {
                     return Ok(());
                 }
                 chunk = (chunk * 2).min(MAX_POINTER_CHUNK);
             }
-            it.next();
         }
-        it.status()?;
-        self.visit_held(item, &mut held, &mut visit)?;
+        scan.status()?;
+        self.visit_held(&parts, &mut held, &mut visit)?;
         Ok(())
     }
 
+    /// An iterator over the backlink rows of `item` in this view's generation, at the
+    /// first.
+    fn backlink_rows(&self, item: &Item) -> rocksdb::DBRawIterator<'_> {
+        let hash = self.hasher.hash(item.level, &item.name);
+        self.prefix_iterator(CF_BACKLINKS, &generation_item_prefix(self.generation, hash))
+    }
+
     /// Resolves the held pointers in one multi-get and visits the held rows in order;
-    /// false when `visit` ended the scan.
+    /// false when `visit` ended the scan. A row counts for the part it was read in.
     fn visit_held(
         &self,
-        item: &Item,
+        parts: &[Item],
         held: &mut Vec<ScannedRow>,
         visit: &mut impl FnMut(LinkRecord) -> bool,
     ) -> Result<bool> {
         let keys: Vec<&[u8]> = held
             .iter()
             .filter_map(|row| match row {
-                ScannedRow::AtUrl(key) => Some(key.as_slice()),
-                ScannedRow::Record(_) => None,
+                ScannedRow::AtUrl(key, _) => Some(key.as_slice()),
+                ScannedRow::Record(..) => None,
             })
             .collect();
         let cf = self.cf(CF_BACKLINKS);
@@ -551,14 +619,14 @@ impl ReadView {
             .batched_multi_get_cf_opt(cf, keys, false, &self.opts())
             .into_iter();
         for row in held.drain(..) {
-            let rec = match row {
-                ScannedRow::Record(rec) => rec,
-                ScannedRow::AtUrl(_) => match records.next().transpose()?.flatten() {
-                    Some(value) => LinkRecord::decode(&value)?,
+            let (rec, part) = match row {
+                ScannedRow::Record(rec, part) => (rec, part),
+                ScannedRow::AtUrl(_, part) => match records.next().transpose()?.flatten() {
+                    Some(value) => (LinkRecord::decode(&value)?, part),
                     None => return Err(url_row_missing()),
                 },
             };
-            if item.contains_url(&rec.target_url) && !visit(rec) {
+            if parts[part].contains_url(&rec.target_url) && !visit(rec) {
                 return Ok(false);
             }
         }

@@ -132,7 +132,7 @@ pub(crate) fn item_views<'r>(
     let keep = MemberRows {
         members: with_rows,
         writer_rows: true,
-        at_host: false,
+        alias: None,
     };
     sum.drain_items(&mut |item_sum| item_rows(item_sum, hasher, keep, &mut rows, &mut fed));
     (rows, counters)

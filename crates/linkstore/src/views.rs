@@ -420,7 +420,8 @@ pub(crate) fn distinct_counters(kind: DistinctKind, moved: i64) -> Option<Counte
         DistinctKind::AnchorDomain
         | DistinctKind::IpDomain
         | DistinctKind::DomainIp
-        | DistinctKind::LinkedHost => return None,
+        | DistinctKind::LinkedHost
+        | DistinctKind::BacklinkHost => return None,
     }
     Some(c)
 }

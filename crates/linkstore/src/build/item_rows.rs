@@ -10,6 +10,7 @@
 //! test builds both ways.
 
 use super::contribution_sum::{HashMap, ItemSum};
+use super::linked_hosts::Alias;
 use super::Table;
 use crate::aggregate::{
     accumulate, has_ranked_copies, AnchorText, Counters, RefDomain, RowAnchors,
@@ -35,23 +36,30 @@ pub(crate) struct MemberRows {
     pub members: bool,
     /// Also the `distinct` rows only the incremental writer reads (not in a snapshot).
     pub writer_rows: bool,
-    /// The item is a root domain that reads its one linked host's views
-    /// ([`super::linked_hosts`]): of its view rows only that `LinkedHost` row is written.
-    pub at_host: bool,
+    /// What the item, a root domain, reads of its linked hosts' views
+    /// ([`super::linked_hosts`]): with one host, of its view rows only that `LinkedHost`
+    /// row is written; with a few in a snapshot, its backlink rows are left out and a
+    /// `BacklinkHost` row names each host.
+    pub alias: Option<Alias>,
 }
 
 impl MemberRows {
-    /// Whether a `distinct` row of `kind` is written.
-    pub(crate) fn distinct(self, kind: DistinctKind) -> bool {
+    /// The kind a `distinct` member of `kind` is written as, if it is written.
+    pub(crate) fn distinct(self, kind: DistinctKind) -> Option<DistinctKind> {
         if kind == DistinctKind::LinkedHost {
-            return self.at_host;
+            return match self.alias? {
+                Alias::OneHost => Some(DistinctKind::LinkedHost),
+                Alias::BacklinkHosts => Some(DistinctKind::BacklinkHost),
+            };
         }
-        (!kind.is_member() || self.views()) && (self.writer_rows || !kind.is_writer_only())
+        let written =
+            (!kind.is_member() || self.views()) && (self.writer_rows || !kind.is_writer_only());
+        written.then_some(kind)
     }
 
     /// Whether its `refdomains` and `anchors` rows (and their ranked copies) are written.
     pub(crate) fn views(self) -> bool {
-        self.members && !self.at_host
+        self.members && self.alias != Some(Alias::OneHost)
     }
 }
 
@@ -103,10 +111,10 @@ pub(crate) fn item_rows(
             }
             continue;
         }
-        if keep.distinct(*kind) {
+        if let Some(stored) = keep.distinct(*kind) {
             let key = DistinctKey {
                 item_key,
-                kind: *kind,
+                kind: stored,
                 member,
             };
             rows.push(row(&key, &Count(kind.stored_count(*n))));
@@ -175,7 +183,7 @@ pub(crate) fn item_rows(
     }
 
     for (day, delta) in sum.timeline.drain(..) {
-        if (delta.found != 0 || delta.lost != 0) && !keep.at_host {
+        if (delta.found != 0 || delta.lost != 0) && keep.alias != Some(Alias::OneHost) {
             rows.push(row(&TimelineKey { item_key, day }, &delta));
         }
     }
@@ -218,7 +226,7 @@ impl AnchorRun<'_> {
                 .collect();
         } else {
             for (member, n) in self.members.drain(..) {
-                if keep.distinct(DistinctKind::AnchorDomain) {
+                if keep.distinct(DistinctKind::AnchorDomain).is_some() {
                     let key = DistinctKey {
                         item_key,
                         kind: DistinctKind::AnchorDomain,
