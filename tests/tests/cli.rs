@@ -313,6 +313,26 @@ fn flow_publishes_metrics_the_cli_shows() {
     );
     assert!(tfs[0] > 0);
 
+    // A reader that closes the pipe before the rows come (`... | head`) ends the
+    // command quietly: no panic, a clean exit.
+    let mut early_close = Command::new(linkbase())
+        .args([
+            "backlinks",
+            "--data",
+            data.to_str().unwrap(),
+            "--count",
+            "5000",
+        ])
+        .arg(&hot)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(early_close.stdout.take());
+    let out = early_close.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && !err.contains("panicked"), "{err}");
+
     let bad = tmp.path().join("bad-seeds.tsv");
     std::fs::write(&bad, "tangoblue0.nl\tNot A Topic\n").unwrap();
     let out = Command::new(linkbase())

@@ -186,15 +186,17 @@ fn when(t: Option<i64>) -> String {
 }
 
 fn print_units(label: &str, u: Units) {
-    println!(
+    outln!(
         "{label:<10} index item info {:>14}  analysis {:>16}  retrieval {:>14}",
-        u.index_item_info, u.analysis, u.retrieval
+        u.index_item_info,
+        u.analysis,
+        u.retrieval
     );
 }
 
 fn print_usage(store: &Accounts, account: i64) -> Result<()> {
     let u = store.usage(account)?;
-    println!(
+    outln!(
         "account {} {:?}{} period {} to {}",
         u.account.id,
         u.account.name,
@@ -230,14 +232,12 @@ pub fn run(args: KeysArgs) -> Result<()> {
                 period_days,
             })?;
             eprintln!("created account {} {:?}", a.id, a.name);
-            println!("{}", a.id);
+            outln!("{}", a.id);
         }
         Action::AccountList { parent } => {
-            println!(
-                "id\tparent\treseller\tindex_item_info\tanalysis\tretrieval\tperiod_days\tname"
-            );
+            outln!("id\tparent\treseller\tindex_item_info\tanalysis\tretrieval\tperiod_days\tname");
             for a in store.accounts(parent)? {
-                println!(
+                outln!(
                     "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
                     a.id,
                     a.parent.map_or_else(|| "-".into(), |p| p.to_string()),
@@ -258,7 +258,7 @@ pub fn run(args: KeysArgs) -> Result<()> {
         Action::Usage { account } => {
             print_usage(&store, account)?;
             for child in store.accounts(Some(account))? {
-                println!();
+                outln!();
                 print_usage(&store, child.id)?;
             }
         }
@@ -268,13 +268,13 @@ pub fn run(args: KeysArgs) -> Result<()> {
                 "key {} for account {account}; shown once, only its digest is kept",
                 k.id
             );
-            println!("{secret}");
+            outln!("{secret}");
         }
         Action::List { account } => {
-            println!("id\taccount\tcreated\texpires\trevoked\treplaced_by\tallowed_ips");
+            outln!("id\taccount\tcreated\texpires\trevoked\treplaced_by\tallowed_ips");
             for k in store.keys(account)? {
                 let ips: Vec<String> = k.allowed_ips.iter().map(ToString::to_string).collect();
-                println!(
+                outln!(
                     "{}\t{}\t{}\t{}\t{}\t{}\t{}",
                     k.id,
                     k.account,
@@ -296,7 +296,7 @@ pub fn run(args: KeysArgs) -> Result<()> {
                 "key {key} replaced by key {}; the old key works for {grace} s more",
                 k.id
             );
-            println!("{secret}");
+            outln!("{secret}");
         }
         Action::Revoke { key } => {
             store.revoke_key(key)?;
@@ -328,12 +328,12 @@ pub fn run(args: KeysArgs) -> Result<()> {
                 "OpenApp {} {:?} registered; its private key follows, shown once. Users grant it access at /openapp/authorize?app={}",
                 app.id, app.name, app.id
             );
-            println!("{secret}");
+            outln!("{secret}");
         }
         Action::AppList => {
-            println!("id\taccount\tcreated\trevoked\tredirect_uri\tname\tpublisher");
+            outln!("id\taccount\tcreated\trevoked\tredirect_uri\tname\tpublisher");
             for a in store.apps()? {
-                println!(
+                outln!(
                     "{}\t{}\t{}\t{}\t{}\t{}\t{}",
                     a.id,
                     a.account,
@@ -356,12 +356,12 @@ pub fn run(args: KeysArgs) -> Result<()> {
                 t.id,
                 when(Some(t.expires))
             );
-            println!("{secret}");
+            outln!("{secret}");
         }
         Action::Tokens { app, account } => {
-            println!("id\tapp\taccount\tcreated\texpires\trevoked");
+            outln!("id\tapp\taccount\tcreated\texpires\trevoked");
             for t in store.tokens(app, account)? {
-                println!(
+                outln!(
                     "{}\t{}\t{}\t{}\t{}\t{}",
                     t.id,
                     t.app,

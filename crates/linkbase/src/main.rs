@@ -1,5 +1,17 @@
 //! `linkbase`: the command line of the Linkbase link intelligence engine.
 
+/// `println!` for what a command prints: when the reader of a pipe closes it early
+/// (`linkbase backlinks ... | head`), the command ends quietly, as Unix tools do, instead
+/// of panicking; any other failure to write is an error naming standard output.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        if let Err(e) = writeln!(std::io::stdout().lock(), $($arg)*) {
+            $crate::output_failed(e);
+        }
+    }};
+}
+
 mod ingest_cache;
 mod keys;
 mod serve_config;
@@ -450,7 +462,7 @@ fn main() -> Result<()> {
                         data.display()
                     );
                 }
-                println!(
+                outln!(
                     "a server is serving {}: computing the fresh index's flows in it",
                     data.display()
                 );
@@ -694,6 +706,15 @@ fn serve(options: &ServeOptions, example_key: Option<&str>) -> Result<()> {
     })
 }
 
+/// Ends the program after standard output failed: quietly when its reader went away.
+fn output_failed(e: std::io::Error) -> ! {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        std::process::exit(0);
+    }
+    eprintln!("Error: writing to standard output: {e}");
+    std::process::exit(1);
+}
+
 /// A new operator token for this server's `/admin/` endpoint, in `DATA/admin.token`
 /// (readable by its owner only).
 fn admin_token(dir: &DataDir) -> Result<String> {
@@ -740,7 +761,7 @@ fn admin_request(dir: &DataDir, path: &str, form: &[(&str, &str)], label: &str) 
             eprint!("\r{label}: {progress}   ");
         } else if let Some(done) = line.strip_prefix("done ") {
             eprintln!();
-            println!("{label}: {done}");
+            outln!("{label}: {done}");
         } else if let Some(e) = line.strip_prefix("error ") {
             eprintln!();
             eprintln!("{label}: {e}");
@@ -753,7 +774,7 @@ fn admin_request(dir: &DataDir, path: &str, form: &[(&str, &str)], label: &str) 
 /// Hands crawl files to the server holding the data directory, which ingests them into
 /// the fresh index while it serves.
 fn ingest_via_server(dir: &DataDir, files: &[PathBuf]) -> Result<()> {
-    println!(
+    outln!(
         "a server is serving {}: handing the files to it (fresh index)",
         dir.root().display()
     );
@@ -825,8 +846,8 @@ fn build_historic(
         &mut |step| eprintln!("\n[{:>6.1}s] {step}", started.elapsed().as_secs_f64()),
     )?;
     print_build_report(&report.build);
-    println!("  flow metrics: {:.1}s", report.flow_seconds);
-    println!(
+    outln!("  flow metrics: {:.1}s", report.flow_seconds);
+    outln!(
         "historic snapshot {} built in {:.1}s ({} links in the flow graph); replaced {}{}",
         report.name,
         started.elapsed().as_secs_f64(),
@@ -853,7 +874,7 @@ fn run_flow(store: &Store, seeds: &[flow::Seed], threads: Option<usize>) -> Resu
     let report = flow::build(store, seeds, &params, &mut |msg| {
         eprintln!("[{:>6.1}s] {msg}", started.elapsed().as_secs_f64())
     })?;
-    println!(
+    outln!(
         "flow: {} URLs, {} links, {} seed URLs, {} topics; Citation Flow {} iterations, Trust Flow {}; {:.2} ns/edge/iteration; {} metrics rows, {} backlink rows re-ordered in {:.1}s",
         report.nodes,
         report.edges,
@@ -932,7 +953,7 @@ fn ingest_files(
             Ok(r) => {
                 print_summary(&r.file, file_started.elapsed().as_secs_f64());
                 if r.expired.links + r.expired.pages > 0 {
-                    println!(
+                    outln!(
                         "  fresh window from {}: {} links and {} pages expired",
                         format_day(r.window_from),
                         r.expired.links,
@@ -949,7 +970,7 @@ fn ingest_files(
         }
     }
     let secs = started.elapsed().as_secs_f64();
-    println!(
+    outln!(
         "total: {} files, {links} links in {secs:.1}s ({:.0} links/s), {bad} bad records",
         files.len(),
         links as f64 / secs.max(1e-3)
@@ -967,7 +988,7 @@ fn bulk_ingest(
     opts: &bulkbuild::BuildOptions,
     window_days: u32,
 ) -> Result<()> {
-    println!(
+    outln!(
         "{index} index is empty: bulk build with {} workers, {} MiB for sorting",
         opts.workers,
         opts.memory_bytes >> 20
@@ -975,9 +996,10 @@ fn bulk_ingest(
     let r = indexes::bulk_ingest(dir, index, files, opts, window_days, &show_build_progress)?;
     print_build_report(&r.build);
     if r.expired.links + r.expired.pages > 0 {
-        println!(
+        outln!(
             "  fresh window: {} links and {} pages expired",
-            r.expired.links, r.expired.pages
+            r.expired.links,
+            r.expired.pages
         );
     }
     Ok(())
@@ -1011,7 +1033,7 @@ fn print_build_report(r: &bulkbuild::BuildReport) {
         print_summary(s, 0.0);
     }
     let links = r.links_read();
-    println!(
+    outln!(
         "bulk build: {} pages, {} links stored from {links} links read ({} new, {} deleted); {} crawls applied, {} skipped",
         r.pages.pages,
         r.pages.links,
@@ -1020,14 +1042,14 @@ fn print_build_report(r: &bulkbuild::BuildReport) {
         r.pages.crawls_applied,
         r.pages.crawls_skipped,
     );
-    println!(
+    outln!(
         "total: {} files, {links} links in {:.1}s ({:.0} links/s), {} bad records",
         r.files.len(),
         r.seconds(),
         links as f64 / r.seconds().max(1e-3),
         r.files.iter().map(|f| f.bad_records).sum::<u64>()
     );
-    println!(
+    outln!(
         "  read {:.1}s, sort/reduce/write {:.1}s, ingest {:.1}s: {:.0} links read/s; {} SST files, {} MiB, {} rows; {} sorted runs spilled ({} compressed)",
         r.read_seconds,
         r.reduce_seconds,
@@ -1042,7 +1064,7 @@ fn print_build_report(r: &bulkbuild::BuildReport) {
 }
 
 fn print_summary(s: &FileSummary, secs: f64) {
-    println!(
+    outln!(
         "{}: {} records, {} pages applied ({} already known), {} other records, {} links ({} new, {} deleted) in {secs:.1}s",
         s.path.display(),
         s.records,
@@ -1054,22 +1076,23 @@ fn print_summary(s: &FileSummary, secs: f64) {
         s.links_deleted,
     );
     if s.bad_records + s.bad_links > 0 {
-        println!(
+        outln!(
             "  skipped {} bad records, {} bad links:",
-            s.bad_records, s.bad_links
+            s.bad_records,
+            s.bad_links
         );
         for (reason, n) in &s.problem_counts {
-            println!("    {n:>8}  {reason}");
+            outln!("    {n:>8}  {reason}");
         }
         for p in s.problems.iter().take(5) {
-            println!("    at {}: {}", p.at, p.reason);
+            outln!("    at {}: {}", p.at, p.reason);
         }
     }
     if let Some(t) = &s.truncated {
-        println!("  file ends early at {}: {}", t.at, t.reason);
+        outln!("  file ends early at {}: {}", t.at, t.reason);
     }
     if s.pages_out_of_range > 0 {
-        println!(
+        outln!(
             "  {} crawls outside the date range left out",
             s.pages_out_of_range
         );
@@ -1124,13 +1147,13 @@ fn print_counters(c: &Counters) {
 /// Label/value lines, labels padded to one column.
 fn print_rows(rows: &[(&str, String)]) {
     for (k, v) in rows {
-        println!("{k:<34} {v}");
+        outln!("{k:<34} {v}");
     }
 }
 
 fn print_index_stats(store: &Store) -> Result<()> {
     let c = store.read().index_counters()?;
-    println!("index {}", store.path().display());
+    outln!("index {}", store.path().display());
     let rows: [(&str, String); 9] = [
         ("URLs crawled", c.crawled_urls.to_string()),
         ("URLs known (crawled or linked)", c.indexed_urls.to_string()),
@@ -1158,7 +1181,7 @@ fn print_disk_bytes(store: &Store) -> Result<()> {
     let per_link = |b: u64| b as f64 / c.ext_backlinks.max(1) as f64;
     let sum = |f: fn(&linkstore::TableDisk) -> u64| tables.iter().map(f).sum::<u64>();
     let total = sum(|t| t.file_bytes);
-    println!(
+    outln!(
         "\non disk: {total} bytes, {:.1} per external backlink \
          (data {:.1}, index {:.1}, filter {:.1}; raw keys {:.1}, raw values {:.1})",
         per_link(total),
@@ -1169,12 +1192,20 @@ fn print_disk_bytes(store: &Store) -> Result<()> {
         per_link(sum(|t| t.raw_value_bytes)),
     );
     // Bytes and rows as they are; every other column per external backlink.
-    println!(
+    outln!(
         "  {:<20} {:>14} {:>9} {:>11} {:>7} {:>7} {:>7} {:>8} {:>8}",
-        "table", "bytes", "per link", "rows", "data", "index", "filter", "raw key", "raw val"
+        "table",
+        "bytes",
+        "per link",
+        "rows",
+        "data",
+        "index",
+        "filter",
+        "raw key",
+        "raw val"
     );
     for t in tables.iter().filter(|t| t.file_bytes > 0) {
-        println!(
+        outln!(
             "  {:<20} {:>14} {:>9.1} {:>11} {:>7.1} {:>7.1} {:>7.1} {:>8.1} {:>8.1}",
             t.name,
             t.file_bytes,
@@ -1191,20 +1222,20 @@ fn print_disk_bytes(store: &Store) -> Result<()> {
 }
 
 fn print_item(store: &Store, item: &Item) -> Result<()> {
-    println!("{} ({})", item.name, item.level.name());
+    outln!("{} ({})", item.name, item.level.name());
     let view = store.read();
     match view.counters(item)? {
-        None => println!("not in the index"),
+        None => outln!("not in the index"),
         Some(c) => {
             if let Some(m) = view.metrics(item)? {
-                println!("{:<34} {}", "Trust Flow", m.trust_flow);
-                println!("{:<34} {}", "Citation Flow", m.citation_flow);
+                outln!("{:<34} {}", "Trust Flow", m.trust_flow);
+                outln!("{:<34} {}", "Citation Flow", m.citation_flow);
                 for (topic, v) in &m.topics {
-                    println!("  {v:>3}  {topic}");
+                    outln!("  {v:>3}  {topic}");
                 }
             }
             print_counters(&c);
-            println!("\ntop referring domains:");
+            outln!("\ntop referring domains:");
             let domains = view.ref_domain_matches(&linkstore::RefDomainQuery {
                 items: vec![item.clone()],
                 depth: 5,
@@ -1214,9 +1245,9 @@ fn print_item(store: &Store, item: &Item) -> Result<()> {
                 topic: None,
             })?;
             for d in &domains.rows {
-                println!("  {:>6} links  {}", d.per_item[0].links, d.domain);
+                outln!("  {:>6} links  {}", d.per_item[0].links, d.domain);
             }
-            println!("top anchor texts:");
+            outln!("top anchor texts:");
             let anchors = view.anchor_texts(
                 item,
                 &linkstore::AnchorQuery {
@@ -1225,9 +1256,11 @@ fn print_item(store: &Store, item: &Item) -> Result<()> {
                 },
             )?;
             for a in &anchors.rows {
-                println!(
+                outln!(
                     "  {:>6} domains {:>6} links  {:?}",
-                    a.ref_domains, a.links, a.text
+                    a.ref_domains,
+                    a.links,
+                    a.text
                 );
             }
         }
@@ -1236,9 +1269,9 @@ fn print_item(store: &Store, item: &Item) -> Result<()> {
 }
 
 fn print_backlinks(store: &Store, item: &Item, q: &BacklinkQuery) -> Result<()> {
-    println!("SourceTrustFlow\tSourceCitationFlow\tSourceURL\tTargetURL\tAnchorText\tLinkType\tFlagNoFollow\tFlagDeleted\tFirstIndexedDate\tLastSeenDate\tDateLost");
+    outln!("SourceTrustFlow\tSourceCitationFlow\tSourceURL\tTargetURL\tAnchorText\tLinkType\tFlagNoFollow\tFlagDeleted\tFirstIndexedDate\tLastSeenDate\tDateLost");
     for r in store.read().backlinks(item, q)? {
-        println!(
+        outln!(
             "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
             r.source_flow.trust_flow,
             r.source_flow.citation_flow,
@@ -1269,7 +1302,7 @@ fn demo(dir: &Path, pages: usize) -> Result<()> {
         crawl_interval_days: 60,
         ..webgen::WebSpec::demo(pages)
     };
-    println!(
+    outln!(
         "generating a synthetic web of {pages} pages, {} crawl rounds {} days apart into {}",
         spec.crawls,
         spec.crawl_interval_days,
@@ -1286,7 +1319,7 @@ fn demo(dir: &Path, pages: usize) -> Result<()> {
         // wrote in another storage format is rebuilt, not refused.
         if let Some(found) = other_format(&data_dir, index)? {
             let path = data_dir.index_path(index);
-            println!(
+            outln!(
                 "{}: storage format {found}, rebuilt in format {}",
                 path.display(),
                 linkstore::FORMAT_VERSION
@@ -1295,7 +1328,7 @@ fn demo(dir: &Path, pages: usize) -> Result<()> {
                 .with_context(|| format!("removing {}", path.display()))?;
         }
         if indexes::is_empty_index(&data_dir, index)? {
-            println!();
+            outln!();
             bulk_ingest(
                 &data_dir,
                 index,
@@ -1305,20 +1338,20 @@ fn demo(dir: &Path, pages: usize) -> Result<()> {
             )?;
         }
         let store = data_dir.open(index, &StoreOptions::default())?;
-        println!(
+        outln!(
             "
 {index} index flow metrics:"
         );
         run_flow(&store, &seeds, None)?;
     }
     let store = data_dir.open(IndexKind::Historic, &StoreOptions::default())?;
-    println!();
+    outln!();
     print_index_stats(&store)?;
     let hot = webgen::Web::new(spec).hot_url();
     let item = Item::parse(&hot)?;
-    println!("\nmost linked page: {hot}");
+    outln!("\nmost linked page: {hot}");
     print_item(&store, &item)?;
-    println!("\ntop 5 backlinks:");
+    outln!("\ntop 5 backlinks:");
     print_backlinks(
         &store,
         &item,
@@ -1329,7 +1362,7 @@ fn demo(dir: &Path, pages: usize) -> Result<()> {
     )?;
     let exe =
         std::env::current_exe().map_or_else(|_| "linkbase".into(), |p| p.display().to_string());
-    println!(
+    outln!(
         "\ntry:\n  {exe} stats --data {d} {i}\n  {exe} backlinks --data {d} --max-per-domain 1 {i}\n  {exe} flow --data {d} --seeds data/demo-seeds.tsv",
         d = data.display(),
         i = item.name,
