@@ -1,8 +1,9 @@
 //! `linkbase`: the command line of the Linkbase link intelligence engine.
 
 /// `println!` for what a command prints: when the reader of a pipe closes it early
-/// (`linkbase backlinks ... | head`), the command ends quietly, as Unix tools do, instead
-/// of panicking; any other failure to write is an error naming standard output.
+/// (`linkbase backlinks ... | head`), the command ends without a word and with the status
+/// of a Unix tool the closed pipe stopped, instead of panicking; any other failure to
+/// write is an error naming standard output.
 macro_rules! outln {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
@@ -706,10 +707,15 @@ fn serve(options: &ServeOptions, example_key: Option<&str>) -> Result<()> {
     })
 }
 
+/// Exit status of a command whose standard output's reader went away: that of a process
+/// ended by SIGPIPE (128 + 13), as a shell reports it. Not 0: the command stopped before
+/// its end (an ingest may not have read every file), and it is not an error to report.
+const CLOSED_PIPE_STATUS: i32 = 141;
+
 /// Ends the program after standard output failed: quietly when its reader went away.
 fn output_failed(e: std::io::Error) -> ! {
     if e.kind() == std::io::ErrorKind::BrokenPipe {
-        std::process::exit(0);
+        std::process::exit(CLOSED_PIPE_STATUS);
     }
     eprintln!("Error: writing to standard output: {e}");
     std::process::exit(1);

@@ -211,26 +211,22 @@ struct BacklinkScan<'a> {
 }
 
 impl<'a> BacklinkScan<'a> {
-    /// The part whose row comes next, if any.
-    fn next_part(&self) -> Option<usize> {
+    /// The part whose row comes next, if any. A part whose iterator stopped on an error
+    /// fails the scan, so that the other parts never stand in for its rows.
+    fn next_part(&self) -> Result<Option<usize>> {
         let mut best: Option<(usize, &[u8])> = None;
         for (i, it) in self.parts.iter().enumerate() {
-            // A key holds the generation and the item hash (9 bytes), then its order.
-            let Some(rest) = it.key().and_then(|k| k.get(9..)) else {
+            let Some(key) = it.key() else {
+                it.status()?;
                 continue;
             };
+            // A key holds the generation and the item hash (9 bytes), then its order.
+            let rest = key.get(9..).unwrap_or_default();
             if best.is_none_or(|(_, b)| rest < b) {
                 best = Some((i, rest));
             }
         }
-        best.map(|(i, _)| i)
-    }
-
-    fn status(&self) -> Result<()> {
-        for it in &self.parts {
-            it.status()?;
-        }
-        Ok(())
+        Ok(best.map(|(i, _)| i))
     }
 }
 
@@ -556,7 +552,7 @@ impl ReadView {
         // resolved.
         let mut held: Vec<ScannedRow> = Vec::new();
         let mut chunk = first_chunk.clamp(FIRST_POINTER_CHUNK, MAX_POINTER_CHUNK);
-        while let Some(part) = scan.next_part() {
+        while let Some(part) = scan.next_part()? {
             let it = &mut scan.parts[part];
             let (Some(key), Some(value)) = (it.key(), it.value()) else {
                 break;
@@ -586,7 +582,6 @@ impl ReadView {
                 chunk = (chunk * 2).min(MAX_POINTER_CHUNK);
             }
         }
-        scan.status()?;
         self.visit_held(&parts, &mut held, &mut visit)?;
         Ok(())
     }
