@@ -199,7 +199,7 @@ const FLOW_BACKLINKS_ZSTD_LEVEL: i32 = 6;
 /// Options of the `backlinks` files a flow build writes: [`bottom_file_options`] with ZSTD
 /// at level 6 instead of 3. A flow build writes every backlink row once per generation,
 /// after ingest, and a generation is what the store keeps: 6% fewer bytes for the table
-/// (4% of the store) for about 18% more flow time, at the same decompression speed
+/// (4% of the store) for 14-18% more flow time, at the same decompression speed
 /// (`docs/benchmarks.md`, "Backlinks rewritten by a flow build at ZSTD level 6"). Bulk
 /// builds and compactions keep level 3: their time is the ingest rate.
 pub(crate) fn flow_backlink_file_options() -> Options {

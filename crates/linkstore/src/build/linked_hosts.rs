@@ -36,9 +36,9 @@ type Hosts = Option<Vec<String>>;
 
 /// Root domains whose views are read from their hosts (see the module documentation).
 pub(crate) struct LinkedHosts {
-    /// The most hosts whose backlink rows stand for a domain's: 0 in a store the
-    /// incremental writer keeps.
-    max_backlink_hosts: usize,
+    /// The most linked hosts a domain may have and still read its hosts' views: one in a
+    /// store the incremental writer keeps.
+    most_hosts: usize,
     /// The root domains of the partition hash being reduced in the first stage, with
     /// their hosts.
     group: Vec<(Vec<u8>, Hosts)>,
@@ -52,7 +52,7 @@ impl LinkedHosts {
     /// hosts' backlink rows.
     pub(crate) fn new(snapshot: bool) -> LinkedHosts {
         LinkedHosts {
-            max_backlink_hosts: if snapshot { MAX_BACKLINK_HOSTS } else { 0 },
+            most_hosts: if snapshot { MAX_BACKLINK_HOSTS } else { 1 },
             group: Vec::new(),
             staged: HashMap::new(),
         }
@@ -60,7 +60,7 @@ impl LinkedHosts {
 
     /// A host the backlinks of the root domain `item_key` point to.
     pub(crate) fn note(&mut self, item_key: &[u8], host: &str) {
-        let most = self.max_backlink_hosts.max(1);
+        let most = self.most_hosts;
         let Some((_, slot)) = self.group.iter_mut().find(|(key, _)| key == item_key) else {
             self.group
                 .push((item_key.to_vec(), Some(vec![host.to_string()])));
