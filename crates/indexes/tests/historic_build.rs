@@ -3,8 +3,9 @@
 //! holds exactly the rows of a bulk build without writer-only rows followed by a flow
 //! build over the store: every table, with 1 and 2 workers, and with 2-bit (colliding)
 //! item hashes. Those are the rows of a bulk build with them, less the writer's rows and
-//! the views of root domains that read their one linked host's (every root domain reads
-//! the same from both); and a snapshot takes no crawl one by one.
+//! the views of root domains that read their one linked host's, with records that leave
+//! their source fields to their source page's row (every item and link reads the same
+//! from both); and a snapshot takes no crawl one by one.
 
 use bulkbuild::BuildOptions;
 use flow::{parse_seeds, RankParams, Seed};
@@ -119,16 +120,27 @@ fn a_historic_build_equals_a_bulk_build_then_a_flow_build() {
         // reference counts, the expiry index, external links' `links` summaries. Both
         // give a root domain whose backlinks all point to one host only a `LinkedHost`
         // row saying so. A snapshot's root domain with a few linked hosts keeps no
-        // backlink rows, but a `BacklinkHost` row for each host.
+        // backlink rows, but a `BacklinkHost` row for each host; and its records leave
+        // the fields they share with their source page to the page's `sources` row.
         let full_store = in_two_passes(&case.join("full"), &files, &seeds, &opts);
         let full = rows(&full_store);
         let (in_full, in_one): (HashSet<_>, HashSet<_>) =
             (full.iter().collect(), one.iter().collect());
         assert!(
-            in_one
-                .difference(&in_full)
-                .all(|row| is_domain_member(row, BACKLINK_HOST)),
+            in_one.difference(&in_full).all(|row| {
+                is_domain_member(row, BACKLINK_HOST) || row.0 == "sources" || has_source_row(row)
+            }),
             "a snapshot row is new"
+        );
+        let sources = count(&one, "sources");
+        assert!(sources > 1000 && count(&full, "sources") == 0, "{sources}");
+        let records = one.iter().filter(|r| r.0 == "backlinks" && r.2.len() > 1);
+        let (with_row, whole): (Vec<_>, Vec<_>) = records.partition(has_source_row);
+        assert!(
+            with_row.len() > 10 * whole.len() && !whole.is_empty(),
+            "{} records with a source row, {} whole",
+            with_row.len(),
+            whole.len()
         );
         let linked = |kind| one.iter().filter(|r| is_domain_member(r, kind)).count();
         let (one_host, few_hosts) = (linked(LINKED_HOST), linked(BACKLINK_HOST));
@@ -151,16 +163,31 @@ fn a_historic_build_equals_a_bulk_build_then_a_flow_build() {
         let links = (count(&one, "links"), count(&full, "links"));
         assert!(links.0 > 100 && links.1 > links.0 + 1000, "{links:?}");
 
-        // Whatever the snapshot left out, every root domain (the one level whose reads
-        // it changes) reads the same.
+        // Whatever the snapshot left out, linked items read the same at each level, and
+        // so does every link.
         let snapshot = DataDir::new(case.join("data"))
             .open(IndexKind::Historic, &opts.store)
             .unwrap();
-        let items = linked_domains(&full_store);
-        assert!(items.len() > 100, "{} root domains", items.len());
+        let mut items = linked_items(&full_store);
+        assert!(items.len() > 1000, "{} items", items.len());
+        if hash_bits == 2 {
+            // Each read scans a quarter of the store: root domains, whose reads the
+            // snapshot changes most, only.
+            items.retain(|item| item.level == linkstore::Level::RootDomain);
+        }
         for item in &items {
             assert_eq!(reads(&snapshot, item), reads(&full_store, item), "{item:?}");
         }
+        let links = |store: &Store| {
+            let mut links = Vec::new();
+            store
+                .read()
+                .scan_links(|r| links.push(format!("{r:?}")))
+                .unwrap();
+            links.sort_unstable();
+            links
+        };
+        assert!(links(&snapshot) == links(&full_store), "the links differ");
     }
 }
 
@@ -180,16 +207,26 @@ fn is_domain_member((cf, key, _): &&(&str, Vec<u8>, Vec<u8>), kind: u8) -> bool 
             .is_some_and(|end| key.get(9 + end + 1) == Some(&kind))
 }
 
-/// Every root domain some link of `store` points to.
-fn linked_domains(store: &Store) -> Vec<Item> {
+/// Whether a row is a `backlinks` URL row whose record leaves its source fields to a
+/// `sources` row (its flags, after its version byte, have `SOURCE_ROW`).
+fn has_source_row((cf, _, value): &&(&str, Vec<u8>, Vec<u8>)) -> bool {
+    *cf == "backlinks"
+        && value.len() > 3
+        && u16::from_le_bytes([value[1], value[2]]) & linkstore::flags::SOURCE_ROW != 0
+}
+
+/// Every root domain and host some link of `store` points to, and one in 20 of the URLs.
+fn linked_items(store: &Store) -> Vec<Item> {
     let mut items = std::collections::BTreeSet::new();
     store
         .read()
-        .scan_links(|rec| {
-            let [.., domain] = Item::levels_of_url(&rec.target_url);
-            items.insert(domain);
-        })
+        .scan_links(|rec| items.extend(Item::levels_of_url(&rec.target_url)))
         .unwrap();
+    let mut urls = 0;
+    items.retain(|item| {
+        urls += usize::from(item.level == linkstore::Level::Url);
+        item.level != linkstore::Level::Url || urls % 20 == 0
+    });
     items.into_iter().collect()
 }
 

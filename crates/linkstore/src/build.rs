@@ -34,11 +34,12 @@ use crate::keys::{url_hash, url_key, DistinctKind, ItemHasher};
 use crate::page::{day_of, PageCrawl, PageState};
 use crate::record::{BacklinkFacts, LinkRecord};
 use crate::small_item::keeps_member_rows;
+use crate::source_row::SourceRow;
 use crate::store::{bottom_file_options, flow_backlink_file_options, has_dictionary};
 use crate::table::{
     row, AnchorKey, BacklinkKey, BuiltKey, Count, CountersKey, DistinctKey, Empty, ExpiryPageKey,
-    LinkKey, LinkRow, PageKey, RankedAnchorKey, RankedRefDomainKey, RefDomainKey, TableKey,
-    TimelineKey, UrlRefKey,
+    LinkKey, LinkRow, PageKey, RankedAnchorKey, RankedRefDomainKey, RefDomainKey, SourceKey,
+    TableKey, TimelineKey, UrlRefKey,
 };
 use crate::views::{
     distinct_counters, link_contributions, out_domain_counters, page_out_domains,
@@ -73,10 +74,11 @@ pub enum Table {
     AnchorsRanked = 9,
     Counters = 10,
     Expiry = 11,
+    Sources = 12,
 }
 
 impl Table {
-    pub const ALL: [Table; 12] = [
+    pub const ALL: [Table; 13] = [
         Table::Links,
         Table::Pages,
         Table::Distinct,
@@ -89,6 +91,7 @@ impl Table {
         Table::AnchorsRanked,
         Table::Counters,
         Table::Expiry,
+        Table::Sources,
     ];
 
     pub fn from_u8(b: u8) -> Option<Table> {
@@ -110,6 +113,7 @@ impl Table {
             Table::AnchorsRanked => CF_ANCHORS_RANKED,
             Table::Counters => CF_COUNTERS,
             Table::Expiry => CF_EXPIRY,
+            Table::Sources => CF_SOURCES,
         }
     }
 
@@ -133,7 +137,7 @@ impl Table {
     /// finishes the item there when its sums fit in memory).
     pub fn stage(self) -> u8 {
         match self {
-            Table::Links | Table::Pages => 0,
+            Table::Links | Table::Pages | Table::Sources => 0,
             Table::Backlinks | Table::Urls | Table::Expiry => 1,
             // A referring-domain row takes its anchor texts from the `distinct` rows.
             Table::Distinct | Table::Timeline => 2,
@@ -277,6 +281,13 @@ impl PageRows {
             emit_row(emit, &key, &LinkRow::of(rec));
         }
         emit_row(emit, &PageKey(&url), &state);
+        // A snapshot's records leave their source fields to the page's source row where
+        // they equal it (a flow build tells them apart).
+        if !self.writer_rows {
+            if let Some(row) = shared_source(&records) {
+                emit_row(emit, &SourceKey(url_hash(&url)), &row);
+            }
+        }
         let day = day_of(state.last_fetch);
         emit_row(emit, &ExpiryPageKey { day, url: &url }, &Empty);
         emit_row(emit, &UrlRefKey(&url), &Count(1));
@@ -334,6 +345,25 @@ impl PageRows {
         self.sum.flush(emit);
         Ok(())
     }
+}
+
+/// The source fields most of a page's backlink records hold (the first met of those
+/// held by as many), if it has any: records written by one crawl share them.
+fn shared_source(records: &[LinkRecord]) -> Option<SourceRow> {
+    let mut held: Vec<(SourceRow, usize)> = Vec::new();
+    for rec in records.iter().filter(|r| !r.is_internal()) {
+        match held
+            .iter_mut()
+            .find(|(row, _)| row.ip == rec.source_ip && row.out == rec.source_out)
+        {
+            Some((_, n)) => *n += 1,
+            None => held.push((SourceRow::of(rec), 1)),
+        }
+    }
+    let most = held.iter().map(|(_, n)| *n).max()?;
+    held.into_iter()
+        .find(|(_, n)| *n == most)
+        .map(|(row, _)| row)
 }
 
 /// The first `n` of the returned levels are those of `levels` (a URL's, as
@@ -730,6 +760,7 @@ impl Reducer {
             }
             Table::Links
             | Table::Pages
+            | Table::Sources
             | Table::RefDomainsRanked
             | Table::AnchorsRanked
             | Table::Expiry => {

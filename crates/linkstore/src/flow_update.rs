@@ -19,9 +19,13 @@ use crate::item::Item;
 use crate::item::{host_of, root_domain, Level};
 use crate::metrics::ItemMetrics;
 use crate::record::{FlowPair, FlowSlots, LinkEnd};
-use crate::store::{prefix_successor, Store, CF_BACKLINKS, CF_META, CF_METRICS, CF_TOP_PAGES};
+use crate::source_row::SourceRow;
+use crate::store::{
+    prefix_successor, Store, CF_BACKLINKS, CF_META, CF_METRICS, CF_SOURCES, CF_TOP_PAGES,
+};
 use crate::table::{
-    is_pointer, put_row, url_row_missing, BacklinkKey, MetricsKey, TopPage, TopPageKey, POINTER,
+    is_pointer, put_row, source_row_missing, url_row_missing, BacklinkKey, MetricsKey, SourceKey,
+    TopPage, TopPageKey, POINTER,
 };
 use rocksdb::{WriteBatch, WriteOptions};
 use std::path::{Path, PathBuf};
@@ -295,12 +299,14 @@ impl FlowUpdate<'_> {
         let scratch = ScratchDir::new(scratch_dir(s.path()))?;
         let rows = AtomicU64::new(0);
         let (next, item_buffer_bytes) = (self.next, self.item_buffer_bytes);
+        let source_checks = s.is_snapshot().then(|| SourceChecks::read(s)).transpose()?;
         let results: Vec<Result<(BacklinkFiles, Vec<PathBuf>)>> = std::thread::scope(|scope| {
             let handles: Vec<_> = sources
                 .into_iter()
                 .enumerate()
                 .map(|(part, source)| {
                     let (end_of, rows, dir) = (&end_of, &rows, scratch.0.join(part.to_string()));
+                    let source_checks = source_checks.as_ref();
                     scope.spawn(move || {
                         let mut rekey = Rekey {
                             store: s,
@@ -309,6 +315,7 @@ impl FlowUpdate<'_> {
                             batches: Batches::new(s),
                             item_buffer_bytes,
                             end_of,
+                            source_checks,
                             rows,
                             counted: 0,
                         };
@@ -384,6 +391,35 @@ impl FlowUpdate<'_> {
     }
 }
 
+/// A snapshot's source rows by URL hash, each with [`SourceRow::check`] of its fields:
+/// 16 bytes a source page, sorted.
+struct SourceChecks(Vec<(u64, u64)>);
+
+impl SourceChecks {
+    fn read(store: &Store) -> Result<SourceChecks> {
+        let mut checks = Vec::new();
+        let mut opts = rocksdb::ReadOptions::default();
+        opts.fill_cache(false);
+        let mut it = store.db.raw_iterator_cf_opt(store.cf(CF_SOURCES), opts);
+        it.seek_to_first();
+        while let (Some(k), Some(v)) = (it.key(), it.value()) {
+            let hash = <[u8; 8]>::try_from(k)
+                .map_err(|_| Error::corrupt(CF_SOURCES, "a key that is not a URL hash"))?;
+            checks.push((u64::from_be_bytes(hash), SourceRow::decode(v)?.check()));
+            it.next();
+        }
+        it.status()?;
+        Ok(SourceChecks(checks))
+    }
+
+    /// True when the source row of `hash` has fields whose check is `check`.
+    fn holds(&self, hash: u64, check: u64) -> bool {
+        self.0
+            .binary_search_by_key(&hash, |&(h, _)| h)
+            .is_ok_and(|i| self.0[i].1 == check)
+    }
+}
+
 /// Part `part` of `parts` equal ranges of 64-bit item hashes: `[from, to)`, `to` `None`
 /// for the last.
 fn hash_range(part: u64, parts: u64) -> (u64, Option<u64>) {
@@ -431,6 +467,9 @@ struct Rekey<'a, E> {
     batches: Batches<'a>,
     item_buffer_bytes: usize,
     end_of: &'a E,
+    /// In a snapshot, the checks of its source rows: a URL row whose source fields
+    /// match leaves them to the row.
+    source_checks: Option<&'a SourceChecks>,
     /// Rows re-keyed by every thread, for progress; `counted` by this one since it last
     /// added to it.
     rows: &'a AtomicU64,
@@ -508,10 +547,18 @@ impl<E: Fn(u64, EndName<'_>) -> Option<LinkEnd>> Rekey<'_, E> {
         } else {
             let slots = FlowSlots::find(v)?;
             let end = |hash, url| (self.end_of)(hash, EndName::Url(url)).unwrap_or_default();
-            let source = end(source_hash, slots.source_url);
+            let source = if slots.has_source_row() {
+                self.end_by_hash(source_hash)?
+            } else {
+                end(source_hash, slots.source_url)
+            };
             let value = if key.is_url_row(&self.store.hasher) {
                 let target = end(target_hash, slots.target_url);
-                slots.rewrite(v, &source, &target)
+                let to_source_row = !slots.has_source_row()
+                    && self
+                        .source_checks
+                        .is_some_and(|c| c.holds(source_hash, slots.source_check(v)));
+                slots.rewrite(v, &source, &target, to_source_row)
             } else {
                 POINTER.to_vec()
             };
@@ -539,7 +586,27 @@ impl<E: Fn(u64, EndName<'_>) -> Option<LinkEnd>> Rekey<'_, E> {
         let record =
             s.db.get_pinned_cf(s.cf(CF_BACKLINKS), at_url)?
                 .ok_or_else(url_row_missing)?;
-        Ok(FlowSlots::find(&record)?.source_url.to_string())
+        let slots = FlowSlots::find(&record)?;
+        if slots.has_source_row() {
+            return self.source_row_url(crate::keys::link_hashes(&key.link).0);
+        }
+        Ok(slots.source_url.to_string())
+    }
+
+    /// The end of a record's source that its source row names (by the URL's hash, or
+    /// by the row's URL when the hash does not settle it).
+    fn end_by_hash(&self, source_hash: u64) -> Result<LinkEnd> {
+        if let Some(end) = (self.end_of)(source_hash, EndName::Hash) {
+            return Ok(end);
+        }
+        let url = self.source_row_url(source_hash)?;
+        Ok((self.end_of)(source_hash, EndName::Url(&url)).unwrap_or_default())
+    }
+
+    /// The URL of the source row of `source_hash`.
+    fn source_row_url(&self, source_hash: u64) -> Result<String> {
+        let row = self.store.row(&SourceKey(source_hash))?;
+        Ok(row.ok_or_else(source_row_missing)?.url)
     }
 
     /// Writes what is batched and counts the last rows.

@@ -19,6 +19,7 @@ mod read_view;
 mod record;
 mod ref_domain_query;
 mod small_item;
+mod source_row;
 mod store;
 mod table;
 mod table_disk;
@@ -49,6 +50,7 @@ pub use ref_domain_query::{
     MAX_CANDIDATE_ROWS,
 };
 pub use small_item::MEMBER_ROWS_ABOVE;
+pub use source_row::SourceRow;
 pub use store::{
     sibling_path, Store, StoreMemory, StoreOptions, StoreStamp, ALL_CFS, FORMAT_VERSION,
 };

@@ -3,16 +3,19 @@
 use crate::aggregate::{AnchorText, Counters, Ranked, RefDomain, TimelineDelta};
 use crate::error::{Error, Result};
 use crate::item::{host_of, root_domain, Item, Level};
+use crate::keys::link_hashes;
 use crate::keys::{generation_item_prefix, member_of_key, top_page_flow, DistinctKind, ItemHasher};
 use crate::metrics::ItemMetrics;
 use crate::page::PageState;
-use crate::record::{FlowLink, FlowPair, LinkRecord};
+use crate::record::{has_source_row, FlowLink, FlowPair, FlowSlots, LinkRecord};
+use crate::source_row::{SourceMemo, SourceRow};
 use crate::store::{
-    cf_handle, prefix_successor, CF_BACKLINKS, CF_DISTINCT, CF_LINKS, CF_TIMELINE, CF_TOP_PAGES,
+    cf_handle, prefix_successor, CF_BACKLINKS, CF_DISTINCT, CF_LINKS, CF_SOURCES, CF_TIMELINE,
+    CF_TOP_PAGES,
 };
 use crate::table::{
-    internal_record, is_pointer, url_row_missing, AnchorKey, BacklinkKey, CountersKey, DistinctKey,
-    MetricsKey, PageKey, RefDomainKey, TableKey,
+    internal_record, is_pointer, source_row_missing, url_row_missing, AnchorKey, BacklinkKey,
+    CountersKey, DistinctKey, MetricsKey, PageKey, RefDomainKey, SourceKey, TableKey,
 };
 use crate::views::member_rows;
 use rocksdb::{ColumnFamily, Direction, IteratorMode, ReadOptions, DB};
@@ -29,6 +32,9 @@ type Snapshot<'db> = rocksdb::SnapshotWithThreadMode<'db, DB>;
 
 /// Receives a column family's rows, key and value; an error stops the scan.
 type RowVisitor<'v> = dyn FnMut(&[u8], &[u8]) -> Result<()> + 'v;
+
+/// Receives an encoded link record, with its source row if it has one.
+type RecordVisitor<'v> = dyn FnMut(&[u8], Option<&SourceRow>) -> Result<()> + 'v;
 
 self_cell::self_cell!(
     /// A RocksDB snapshot that owns a handle to its database: it can be shared between
@@ -137,6 +143,8 @@ pub struct ReadView {
     pub(crate) snapshot: Option<Arc<PublishedSnapshot>>,
     pub(crate) generation: u8,
     pub(crate) hasher: ItemHasher,
+    /// The store's source rows read lately (they never change: [`Store`](crate::Store)).
+    pub(crate) source_rows: Arc<SourceMemo>,
 }
 
 /// Which backlinks of an item to read, in SourceTrustFlow order.
@@ -187,10 +195,11 @@ pub struct BacklinkPage {
 }
 
 /// A backlink row scanned and held back: its record, or the key of the URL row holding
-/// it, with the part of the scan it was read in ([`BacklinkScan`]).
+/// it, with the part of the scan it was read in ([`BacklinkScan`]) and its source URL's
+/// hash (which names its source row, if its record has one).
 enum ScannedRow {
-    Record(LinkRecord, usize),
-    AtUrl([u8; 26], usize),
+    Record(LinkRecord, usize, u64),
+    AtUrl([u8; 26], usize, u64),
 }
 
 /// What a root domain reads of its linked hosts' views (`docs/format.md`, "Snapshots").
@@ -558,20 +567,27 @@ impl ReadView {
                 break;
             };
             let item = &parts[part];
+            let key = BacklinkKey::parse(key)?;
+            let source_hash = link_hashes(&key.link).0;
             match is_pointer(value)? {
-                false if held.is_empty() => {
+                false => {
                     let rec = LinkRecord::decode(value)?;
-                    if item.contains_url(&rec.target_url) && !visit(rec) {
-                        return Ok(());
+                    // A record is visited as read unless rows before it wait, or its
+                    // source row does (looked up with others).
+                    if held.is_empty() && !rec.has_source_row() {
+                        if item.contains_url(&rec.target_url) && !visit(rec) {
+                            return Ok(());
+                        }
+                    } else {
+                        held.push(ScannedRow::Record(rec, part, source_hash));
                     }
                 }
-                false => held.push(ScannedRow::Record(LinkRecord::decode(value)?, part)),
                 // A URL's own rows hold their records: a pointer under its hash is a
                 // colliding host's or root domain's.
                 true if item.level == Level::Url => {}
                 true => {
-                    let at_url = BacklinkKey::parse(key)?.url_row(&self.hasher).bytes();
-                    held.push(ScannedRow::AtUrl(at_url, part));
+                    let at_url = key.url_row(&self.hasher).bytes();
+                    held.push(ScannedRow::AtUrl(at_url, part, source_hash));
                 }
             }
             it.next();
@@ -593,8 +609,9 @@ impl ReadView {
         self.prefix_iterator(CF_BACKLINKS, &generation_item_prefix(self.generation, hash))
     }
 
-    /// Resolves the held pointers in one multi-get and visits the held rows in order;
-    /// false when `visit` ended the scan. A row counts for the part it was read in.
+    /// Resolves the held pointers in one multi-get, and the source rows their records
+    /// leave their sources to in another, and visits the held rows in order; false when
+    /// `visit` ended the scan. A row counts for the part it was read in.
     fn visit_held(
         &self,
         parts: &[Item],
@@ -604,7 +621,7 @@ impl ReadView {
         let keys: Vec<&[u8]> = held
             .iter()
             .filter_map(|row| match row {
-                ScannedRow::AtUrl(key, _) => Some(key.as_slice()),
+                ScannedRow::AtUrl(key, ..) => Some(key.as_slice()),
                 ScannedRow::Record(..) => None,
             })
             .collect();
@@ -613,19 +630,48 @@ impl ReadView {
             .db
             .batched_multi_get_cf_opt(cf, keys, false, &self.opts())
             .into_iter();
+        let mut rows = Vec::with_capacity(held.len());
         for row in held.drain(..) {
-            let (rec, part) = match row {
-                ScannedRow::Record(rec, part) => (rec, part),
-                ScannedRow::AtUrl(_, part) => match records.next().transpose()?.flatten() {
-                    Some(value) => (LinkRecord::decode(&value)?, part),
+            rows.push(match row {
+                ScannedRow::Record(rec, part, source) => (rec, part, source),
+                ScannedRow::AtUrl(_, part, source) => match records.next().transpose()?.flatten() {
+                    Some(value) => (LinkRecord::decode(&value)?, part, source),
                     None => return Err(url_row_missing()),
                 },
-            };
+            });
+        }
+        self.set_sources(&mut rows)?;
+        for (rec, part, _) in rows {
             if parts[part].contains_url(&rec.target_url) && !visit(rec) {
                 return Ok(false);
             }
         }
         Ok(true)
+    }
+
+    /// Gives the records with a source row (`rows`: record, part, source URL hash) their
+    /// source fields: those read lately from memory, the others in one multi-get.
+    fn set_sources(&self, rows: &mut [(LinkRecord, usize, u64)]) -> Result<()> {
+        let mut hashes: Vec<u64> = rows
+            .iter()
+            .filter(|(rec, ..)| rec.has_source_row())
+            .map(|&(_, _, hash)| hash)
+            .collect();
+        if hashes.is_empty() {
+            return Ok(());
+        }
+        hashes.sort_unstable();
+        hashes.dedup();
+        let sources = self.source_rows.get_or_read(&hashes, |missing| {
+            self.rows(&missing.iter().map(|&h| SourceKey(h)).collect::<Vec<_>>())
+        })?;
+        for (rec, _, hash) in rows.iter_mut().filter(|(rec, ..)| rec.has_source_row()) {
+            let at = hashes
+                .binary_search(hash)
+                .expect("every hash was looked up");
+            rec.set_source(&sources[at]);
+        }
+        Ok(())
     }
 
     /// A site's (subdomain's or root domain's) pages by Trust Flow, then Citation Flow, as
@@ -943,8 +989,12 @@ impl ReadView {
     /// Visits every stored link (internal and external, live and deleted): the internal
     /// ones by source, then the external ones by target.
     pub fn scan_links(&self, mut visit: impl FnMut(&LinkRecord)) -> Result<()> {
-        self.scan_link_records(&mut |record| {
-            visit(&LinkRecord::decode(record)?);
+        self.scan_link_records(&mut |record, source| {
+            let mut rec = LinkRecord::decode(record)?;
+            if let Some(source) = source {
+                rec.set_source(source);
+            }
+            visit(&rec);
             Ok(())
         })
     }
@@ -952,27 +1002,54 @@ impl ReadView {
     /// Visits what a flow build's graph takes from every link ([`FlowLink`]), without
     /// decoding the rest of its record.
     pub fn scan_flow_links(&self, mut visit: impl FnMut(FlowLink<'_>)) -> Result<()> {
-        self.scan_link_records(&mut |record| {
-            visit(crate::record::flow_link(record)?);
+        self.scan_link_records(&mut |record, source| {
+            let slots = FlowSlots::find(record)?;
+            visit(match source {
+                Some(source) => slots.flow_link(&source.url),
+                None => slots.flow_link(slots.source_url),
+            });
             Ok(())
         })
     }
 
     /// Visits every link's record once: an internal link's from `links`, an external
     /// link's from its `backlinks` URL row in this view's generation (its `links` row
-    /// only says it is there).
-    fn scan_link_records(&self, visit: &mut dyn FnMut(&[u8]) -> Result<()>) -> Result<()> {
+    /// only says it is there), with its source row when it has one.
+    fn scan_link_records(&self, visit: &mut RecordVisitor<'_>) -> Result<()> {
         self.scan_cf(CF_LINKS, &mut |_, value| match internal_record(value) {
-            Some(record) => visit(record),
+            Some(record) => visit(record, None),
             None => Ok(()),
         })?;
-        self.scan_cf_prefix(CF_BACKLINKS, &[self.generation], &mut |_, value| {
+        // Read whole when a record first needs them: a snapshot's source pages, which the
+        // graph a flow build reads this for holds anyway.
+        let mut sources: Option<HashMap<u64, SourceRow>> = None;
+        self.scan_cf_prefix(CF_BACKLINKS, &[self.generation], &mut |key, value| {
             if is_pointer(value)? {
-                Ok(())
-            } else {
-                visit(value)
+                return Ok(());
             }
+            if !has_source_row(value) {
+                return visit(value, None);
+            }
+            let sources = match &mut sources {
+                Some(sources) => sources,
+                None => sources.insert(self.source_rows()?),
+            };
+            let source_hash = link_hashes(&BacklinkKey::parse(key)?.link).0;
+            let source = sources.get(&source_hash).ok_or_else(source_row_missing)?;
+            visit(value, Some(source))
         })
+    }
+
+    /// Every source row, by its URL's hash.
+    fn source_rows(&self) -> Result<HashMap<u64, SourceRow>> {
+        let mut rows = HashMap::new();
+        self.scan_cf(CF_SOURCES, &mut |key, value| {
+            let hash = <[u8; 8]>::try_from(key)
+                .map_err(|_| Error::corrupt(CF_SOURCES, "a key that is not a URL hash"))?;
+            rows.insert(u64::from_be_bytes(hash), SourceRow::decode(value)?);
+            Ok(())
+        })?;
+        Ok(rows)
     }
 
     fn scan_cf(&self, cf: &str, visit: &mut RowVisitor<'_>) -> Result<()> {

@@ -3,9 +3,11 @@
 
 use crate::codec::{put_bytes, put_ip, put_uvarint, Reader};
 use crate::error::{Error, Result};
+use crate::source_row::SourceRow;
 use crate::topic::{each_topic, put_topic_ids, put_topics, read_topics, topic_id};
 use roaring::RoaringBitmap;
 use std::net::IpAddr;
+use std::ops::Range;
 
 pub const RECORD_VERSION: u8 = 3;
 
@@ -107,6 +109,9 @@ pub mod flags {
     /// Source and target share a root domain: an outlink kept for flow, not a backlink.
     pub const INTERNAL: u16 = 1 << 4;
     pub const ALT_TEXT: u16 = 1 << 5;
+    /// The record keeps no source URL, address or out-link counts: they are its source
+    /// page's `sources` row (snapshots only, `docs/format.md`, "`sources`").
+    pub const SOURCE_ROW: u16 = 1 << 6;
 }
 
 /// Flow metrics as stored with a link end (0..=100 each).
@@ -158,6 +163,22 @@ pub struct SourceOutlinks {
     pub external_domains: u32,
 }
 
+impl SourceOutlinks {
+    pub(crate) fn put(&self, out: &mut Vec<u8>) {
+        put_uvarint(out, u64::from(self.external));
+        put_uvarint(out, u64::from(self.internal));
+        put_uvarint(out, u64::from(self.external_domains));
+    }
+
+    pub(crate) fn read(r: &mut Reader<'_>) -> Result<SourceOutlinks> {
+        Ok(SourceOutlinks {
+            external: r.u32v()?,
+            internal: r.u32v()?,
+            external_domains: r.u32v()?,
+        })
+    }
+}
+
 /// One end of a link as a flow build publishes it in every record that names the URL:
 /// its flows and its top topics (ids, most trusted first), fixed in size so a build
 /// keeps one per URL without a heap allocation each.
@@ -207,19 +228,30 @@ pub enum FlowLink<'a> {
     Nothing,
 }
 
-/// [`FlowLink`] of an encoded link record.
+/// [`FlowLink`] of an encoded link record that keeps its source URL (a record with a
+/// source row is refused: its reader knows where the URL is).
 pub fn flow_link(record: &[u8]) -> Result<FlowLink<'_>> {
     let slots = FlowSlots::find(record)?;
-    Ok(if slots.flags & (flags::DELETED | flags::NOFOLLOW) == 0 {
-        FlowLink::Edge {
-            source: slots.source_url,
-            target: slots.target_url,
-        }
-    } else if slots.flags & flags::INTERNAL == 0 {
-        FlowLink::Source(slots.source_url)
-    } else {
-        FlowLink::Nothing
-    })
+    if slots.has_source_row() {
+        return Err(source_row_needed());
+    }
+    Ok(slots.flow_link(slots.source_url))
+}
+
+/// True for an encoded record with a source row ([`flags::SOURCE_ROW`]); its flags
+/// follow its version byte.
+pub(crate) fn has_source_row(record: &[u8]) -> bool {
+    record
+        .get(1..3)
+        .is_some_and(|f| u16::from_le_bytes([f[0], f[1]]) & flags::SOURCE_ROW != 0)
+}
+
+/// The error of reading a record with a source row where its source is not known.
+fn source_row_needed() -> Error {
+    Error::corrupt(
+        "links",
+        "a record whose source is a `sources` row, read without it",
+    )
 }
 
 /// The fields of an encoded record before its flows.
@@ -285,6 +317,9 @@ impl<'a> BacklinkFacts<'a> {
     pub(crate) fn read(buf: &'a [u8]) -> Result<BacklinkFacts<'a>> {
         let mut r = Reader::new(buf, "links");
         let head = read_head(&mut r)?;
+        if head.flags & flags::SOURCE_ROW != 0 {
+            return Err(source_row_needed());
+        }
         r.take(4)?; // flows
         let source_url = read_text(&mut r)?;
         let target_url = read_text(&mut r)?;
@@ -308,16 +343,21 @@ impl<'a> BacklinkFacts<'a> {
 }
 
 /// Where an encoded record keeps what a flow build rewrites (both ends' flows and
-/// topics), and its two URLs, found without decoding the rest: re-keying every backlink
-/// row copies its bytes instead of decoding and encoding each record.
+/// topics), its two URLs and its source page's fields, found without decoding the rest:
+/// re-keying every backlink row copies its bytes instead of decoding and encoding each
+/// record.
 pub(crate) struct FlowSlots<'a> {
     pub flags: u16,
+    /// Empty in a record with a source row.
     pub source_url: &'a str,
     pub target_url: &'a str,
     /// Offset of the four flow bytes.
     flows_at: usize,
     /// Offset of the source topics, which run with the target's to the end.
     topics_at: usize,
+    /// Where the source URL, address and out-link counts are (empty ranges in a record
+    /// with a source row), in record order.
+    source_fields: [Range<usize>; 3],
 }
 
 impl<'a> FlowSlots<'a> {
@@ -326,19 +366,28 @@ impl<'a> FlowSlots<'a> {
     pub(crate) fn find(buf: &'a [u8]) -> Result<FlowSlots<'a>> {
         let mut r = Reader::new(buf, "links");
         let flags = read_head(&mut r)?.flags;
-        let flows_at = buf.len() - r.remaining();
+        let whole = flags & flags::SOURCE_ROW == 0;
+        let at = |r: &Reader<'_>| buf.len() - r.remaining();
+        let flows_at = at(&r);
         r.take(4)?;
-        let source_url = read_text(&mut r)?;
+        let url_at = at(&r);
+        let source_url = if whole { read_text(&mut r)? } else { "" };
+        let url = url_at..at(&r);
         let target_url = read_text(&mut r)?;
         r.bytes()?; // anchor text
         r.bytes()?; // ALT text
-        r.ip()?;
+        let ip_at = at(&r);
+        if whole {
+            r.ip()?;
+        }
+        let ip = ip_at..at(&r);
         // Checked as decoding checks them, without building what decoding builds.
         history_runs(&mut r, |_, _| {})?;
-        for _ in 0..3 {
-            r.u32v()?; // source out-links
+        let out_at = at(&r);
+        if whole {
+            SourceOutlinks::read(&mut r)?;
         }
-        let topics_at = buf.len() - r.remaining();
+        let topics_at = at(&r);
         for _ in 0..2 {
             each_topic(&mut r, "links", |_, _| {})?;
         }
@@ -348,11 +397,52 @@ impl<'a> FlowSlots<'a> {
             target_url,
             flows_at,
             topics_at,
+            source_fields: [url, ip, out_at..topics_at],
         })
     }
 
-    /// `buf` (the record these slots were found in) with both ends replaced.
-    pub(crate) fn rewrite(&self, buf: &[u8], source: &LinkEnd, target: &LinkEnd) -> Vec<u8> {
+    pub(crate) fn has_source_row(&self) -> bool {
+        self.flags & flags::SOURCE_ROW != 0
+    }
+
+    /// [`SourceRow::check`](crate::source_row::SourceRow::check) of the record's source
+    /// fields (`buf`: the record these slots were found in).
+    pub(crate) fn source_check(&self, buf: &[u8]) -> u64 {
+        let fields: Vec<u8> = self
+            .source_fields
+            .iter()
+            .flat_map(|r| &buf[r.clone()])
+            .copied()
+            .collect();
+        xxhash_rust::xxh3::xxh3_64(&fields)
+    }
+
+    /// The link as a flow build's graph takes it, its source being `source`.
+    pub(crate) fn flow_link<'b>(&self, source: &'b str) -> FlowLink<'b>
+    where
+        'a: 'b,
+    {
+        if self.flags & (flags::DELETED | flags::NOFOLLOW) == 0 {
+            FlowLink::Edge {
+                source,
+                target: self.target_url,
+            }
+        } else if self.flags & flags::INTERNAL == 0 {
+            FlowLink::Source(source)
+        } else {
+            FlowLink::Nothing
+        }
+    }
+
+    /// `buf` (the record these slots were found in) with both ends replaced, and, with
+    /// `to_source_row`, without its source fields, which its source row holds.
+    pub(crate) fn rewrite(
+        &self,
+        buf: &[u8],
+        source: &LinkEnd,
+        target: &LinkEnd,
+        to_source_row: bool,
+    ) -> Vec<u8> {
         let mut out = Vec::with_capacity(self.topics_at + 2 * (1 + 2 * SOURCE_TOPICS));
         out.extend_from_slice(&buf[..self.flows_at]);
         out.extend_from_slice(&[
@@ -361,7 +451,16 @@ impl<'a> FlowSlots<'a> {
             target.flow.trust_flow,
             target.flow.citation_flow,
         ]);
-        out.extend_from_slice(&buf[self.flows_at + 4..self.topics_at]);
+        let mut from = self.flows_at + 4;
+        if to_source_row {
+            for field in &self.source_fields {
+                out.extend_from_slice(&buf[from..field.start]);
+                from = field.end;
+            }
+            // The flags follow the version byte.
+            out[1..3].copy_from_slice(&(self.flags | flags::SOURCE_ROW).to_le_bytes());
+        }
+        out.extend_from_slice(&buf[from..self.topics_at]);
         source.put_topics(&mut out, SOURCE_TOPICS);
         target.put_topics(&mut out, TARGET_TOPICS);
         out
@@ -465,6 +564,19 @@ impl LinkRecord {
     pub fn is_internal(&self) -> bool {
         self.flags & flags::INTERNAL != 0
     }
+    /// True for a record whose source URL, address and out-link counts are its source
+    /// page's `sources` row ([`flags::SOURCE_ROW`]): empty here until a reader sets them
+    /// ([`LinkRecord::set_source`]).
+    pub fn has_source_row(&self) -> bool {
+        self.flags & flags::SOURCE_ROW != 0
+    }
+    /// Gives a record its source page's fields, as a record kept whole holds them.
+    pub(crate) fn set_source(&mut self, source: &SourceRow) {
+        self.source_url.clone_from(&source.url);
+        self.source_ip = source.ip;
+        self.source_out = source.out;
+        self.flags &= !flags::SOURCE_ROW;
+    }
     pub fn set_flag(&mut self, flag: u16, on: bool) {
         if on {
             self.flags |= flag;
@@ -491,15 +603,20 @@ impl LinkRecord {
             self.target_flow.trust_flow,
             self.target_flow.citation_flow,
         ]);
-        put_bytes(&mut out, self.source_url.as_bytes());
+        let whole = !self.has_source_row();
+        if whole {
+            put_bytes(&mut out, self.source_url.as_bytes());
+        }
         put_bytes(&mut out, self.target_url.as_bytes());
         put_bytes(&mut out, self.anchor_text.as_bytes());
         put_bytes(&mut out, self.alt_text.as_bytes());
-        put_ip(&mut out, self.source_ip);
+        if whole {
+            put_ip(&mut out, self.source_ip);
+        }
         put_history(&mut out, &self.history);
-        put_uvarint(&mut out, u64::from(self.source_out.external));
-        put_uvarint(&mut out, u64::from(self.source_out.internal));
-        put_uvarint(&mut out, u64::from(self.source_out.external_domains));
+        if whole {
+            self.source_out.put(&mut out);
+        }
         put_topics(&mut out, &self.source_topics);
         put_topics(&mut out, &self.target_topics);
         out
@@ -524,16 +641,17 @@ impl LinkRecord {
             trust_flow: f[2],
             citation_flow: f[3],
         };
-        let source_url = r.string()?;
+        let whole = flags & flags::SOURCE_ROW == 0;
+        let source_url = if whole { r.string()? } else { String::new() };
         let target_url = r.string()?;
         let anchor_text = r.string()?;
         let alt_text = r.string()?;
-        let source_ip = r.ip()?;
+        let source_ip = if whole { r.ip()? } else { None };
         let history = read_history(&mut r)?;
-        let source_out = SourceOutlinks {
-            external: r.u32v()?,
-            internal: r.u32v()?,
-            external_domains: r.u32v()?,
+        let source_out = if whole {
+            SourceOutlinks::read(&mut r)?
+        } else {
+            SourceOutlinks::default()
         };
         let source_topics = read_topics(&mut r, "links")?;
         let target_topics = read_topics(&mut r, "links")?;
@@ -639,13 +757,33 @@ mod tests {
         };
         let source = LinkEnd::new(flow(30, 40), &topics);
         let target = LinkEnd::new(flow(5, 60), &topics[1..]);
-        let rewritten = slots.rewrite(&buf, &source, &target);
+        let rewritten = slots.rewrite(&buf, &source, &target, false);
         rec.source_flow = flow(30, 40);
         rec.target_flow = flow(5, 60);
         rec.source_topics = topics[..3].to_vec();
         rec.target_topics = topics[1..2].to_vec();
         assert_eq!(LinkRecord::decode(&rewritten).unwrap(), rec);
         assert_eq!(rewritten, rec.encode());
+        // Left to a source row: the record without its source fields, which the row
+        // gives back; the row's check is the record's.
+        let row = SourceRow::of(&rec);
+        assert_eq!(slots.source_check(&buf), row.check());
+        let detached = slots.rewrite(&buf, &source, &target, true);
+        let mut read = LinkRecord::decode(&detached).unwrap();
+        assert!(read.has_source_row() && read.source_url.is_empty());
+        assert_eq!(read.encode(), detached);
+        assert!(detached.len() < rewritten.len() - rec.source_url.len());
+        let again = FlowSlots::find(&detached).unwrap();
+        assert!(again.has_source_row() && again.source_url.is_empty());
+        assert_eq!(again.rewrite(&detached, &source, &target, true), detached);
+        assert!(BacklinkFacts::read(&detached).is_err() && flow_link(&detached).is_err());
+        read.set_source(&row);
+        assert_eq!(read, rec);
+        let other = SourceRow {
+            ip: None,
+            ..row.clone()
+        };
+        assert_ne!(other.check(), row.check());
         // What decoding refuses, finding the slots refuses too.
         assert!(FlowSlots::find(&buf[..buf.len() - 1]).is_err());
         let mut other = buf.clone();

@@ -7,6 +7,7 @@ use crate::item::Item;
 use crate::keys::ItemHasher;
 use crate::page::PageState;
 use crate::read_view::{PublishedSnapshot, ReadView};
+use crate::source_row::SourceMemo;
 use crate::table_disk::TableDisk;
 use crate::writer::Writer;
 use rocksdb::{
@@ -25,7 +26,7 @@ struct Published {
 }
 
 /// Version of the key layout and column-family set, stored under `meta/format`.
-pub const FORMAT_VERSION: u8 = 20;
+pub const FORMAT_VERSION: u8 = 21;
 
 pub(crate) const CF_META: &str = "meta";
 /// `meta` key present in a snapshot store ([`Store::is_snapshot`]).
@@ -44,6 +45,7 @@ pub(crate) const CF_TIMELINE: &str = "timeline";
 pub(crate) const CF_METRICS: &str = "metrics";
 pub(crate) const CF_EXPIRY: &str = "expiry";
 pub(crate) const CF_TOP_PAGES: &str = "top_pages";
+pub(crate) const CF_SOURCES: &str = "sources";
 
 /// Every column family of a store, by name.
 pub const ALL_CFS: &[&str] = &[
@@ -62,6 +64,7 @@ pub const ALL_CFS: &[&str] = &[
     CF_METRICS,
     CF_EXPIRY,
     CF_TOP_PAGES,
+    CF_SOURCES,
 ];
 
 /// Store settings.
@@ -126,6 +129,9 @@ pub struct Store {
     cache: Cache,
     /// See [`Store::is_snapshot`].
     snapshot: AtomicBool,
+    /// Source rows read lately. A store's `sources` rows are written once, by the bulk
+    /// build that makes it a snapshot, so what is kept here never goes stale.
+    source_rows: Arc<SourceMemo>,
 }
 
 /// The smallest key greater than every key starting with `prefix`, if any.
@@ -389,6 +395,7 @@ impl Store {
             publishes: AtomicU64::new(0),
             write_lock: Mutex::default(),
             cache,
+            source_rows: Arc::default(),
         })
     }
 
@@ -451,6 +458,7 @@ impl Store {
             snapshot,
             generation,
             hasher: self.hasher,
+            source_rows: Arc::clone(&self.source_rows),
         }
     }
 

@@ -18,7 +18,8 @@ use crate::keys::{self, DistinctKind};
 use crate::metrics::ItemMetrics;
 use crate::page::PageState;
 use crate::record::{put_history, read_history, FlowPair, LinkRecord};
-use crate::store::{CF_BACKLINKS, CF_METRICS, CF_TOP_PAGES};
+use crate::source_row::SourceRow;
+use crate::store::{CF_BACKLINKS, CF_METRICS, CF_SOURCES, CF_TOP_PAGES};
 use roaring::RoaringBitmap;
 
 /// The key of a row in one column family, which fixes the type of the row's value.
@@ -211,6 +212,20 @@ impl UrlRefKey<'_> {
     }
 }
 built_key!(UrlRefKey<'_>, Table::Urls, Count);
+
+/// `sources`: a source page's fields that its backlink records leave to it, by the 64-bit
+/// hash of its URL (the hash a backlink key names its source by).
+pub(crate) struct SourceKey(pub u64);
+
+impl SourceKey {
+    fn layout(&self) -> Vec<u8> {
+        self.0.to_be_bytes().to_vec()
+    }
+    fn read_value(&self, bytes: &[u8]) -> Result<SourceRow> {
+        SourceRow::decode(bytes)
+    }
+}
+built_key!(SourceKey, Table::Sources, SourceRow);
 
 /// `links`: a link, by source then target.
 pub(crate) struct LinkKey<'a> {
@@ -452,6 +467,11 @@ pub(crate) fn is_pointer(value: &[u8]) -> Result<bool> {
 /// What reading the URL row of a pointer row finds when that row is absent.
 pub(crate) fn url_row_missing() -> Error {
     Error::corrupt(CF_BACKLINKS, "a pointer row's URL row is missing")
+}
+
+/// The error of a record whose source row is not in the store.
+pub(crate) fn source_row_missing() -> Error {
+    Error::corrupt(CF_SOURCES, "a record's source row is missing")
 }
 
 /// What a `backlinks` row holds. The row under the link's target URL holds its whole
