@@ -571,9 +571,14 @@ impl ReadView {
             let source_hash = link_hashes(&key.link).0;
             match is_pointer(value)? {
                 false => {
-                    let rec = LinkRecord::decode(value)?;
+                    let mut rec = LinkRecord::decode(value)?;
+                    if rec.has_source_row() {
+                        if let Some(source) = self.source_rows.get(source_hash) {
+                            rec.set_source(&source);
+                        }
+                    }
                     // A record is visited as read unless rows before it wait, or its
-                    // source row does (looked up with others).
+                    // source row does (read with others' in one multi-get).
                     if held.is_empty() && !rec.has_source_row() {
                         if item.contains_url(&rec.target_url) && !visit(rec) {
                             return Ok(());
@@ -652,7 +657,7 @@ impl ReadView {
     /// Gives the records with a source row (`rows`: record, part, source URL hash) their
     /// source fields: those read lately from memory, the others in one multi-get.
     fn set_sources(&self, rows: &mut [(LinkRecord, usize, u64)]) -> Result<()> {
-        let mut hashes: Vec<u64> = rows
+        let hashes: Vec<u64> = rows
             .iter()
             .filter(|(rec, ..)| rec.has_source_row())
             .map(|&(_, _, hash)| hash)
@@ -660,16 +665,12 @@ impl ReadView {
         if hashes.is_empty() {
             return Ok(());
         }
-        hashes.sort_unstable();
-        hashes.dedup();
         let sources = self.source_rows.get_or_read(&hashes, |missing| {
             self.rows(&missing.iter().map(|&h| SourceKey(h)).collect::<Vec<_>>())
         })?;
-        for (rec, _, hash) in rows.iter_mut().filter(|(rec, ..)| rec.has_source_row()) {
-            let at = hashes
-                .binary_search(hash)
-                .expect("every hash was looked up");
-            rec.set_source(&sources[at]);
+        let waiting = rows.iter_mut().filter(|(rec, ..)| rec.has_source_row());
+        for ((rec, ..), source) in waiting.zip(&sources) {
+            rec.set_source(source);
         }
         Ok(())
     }

@@ -77,6 +77,12 @@ const SOURCE_ROWS_KEPT: usize = 65_536;
 pub(crate) struct SourceMemo(Mutex<foldhash::HashMap<u64, Arc<SourceRow>>>);
 
 impl SourceMemo {
+    /// The source row of `hash`, if kept.
+    pub(crate) fn get(&self, hash: u64) -> Option<Arc<SourceRow>> {
+        let kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        kept.get(&hash).cloned()
+    }
+
     /// The source rows of `hashes`, from memory where kept, the others from `read` (given
     /// the hashes it must read, returning their rows in that order). A row that is not
     /// in the store is an error: a record names its source row only when it was written.
@@ -112,5 +118,65 @@ impl SourceMemo {
             }
         }
         Ok(out.into_iter().flatten().collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(n: u32) -> SourceRow {
+        SourceRow {
+            url: format!("http://a.com/{n}"),
+            ip: Some("10.0.0.1".parse().unwrap()),
+            out: SourceOutlinks {
+                external: n,
+                internal: 2,
+                external_domains: 1,
+            },
+        }
+    }
+
+    #[test]
+    fn a_row_round_trips_and_refuses_what_it_does_not_know() {
+        let encoded = row(7).encode();
+        assert_eq!(SourceRow::decode(&encoded).unwrap(), row(7));
+        assert!(SourceRow::decode(&encoded[..encoded.len() - 1]).is_err());
+        let mut longer = encoded.clone();
+        longer.push(0);
+        assert!(SourceRow::decode(&longer).is_err());
+        let mut other = encoded;
+        other[0] = 2;
+        assert!(SourceRow::decode(&other).is_err());
+        assert_ne!(row(7).check(), row(8).check());
+    }
+
+    #[test]
+    fn the_memo_reads_each_row_once_in_order_and_refuses_a_missing_one() {
+        let memo = SourceMemo::default();
+        let reads = std::cell::RefCell::new(Vec::new());
+        let read = |missing: &[u64]| {
+            reads.borrow_mut().extend_from_slice(missing);
+            Ok(missing.iter().map(|&h| Some(row(h as u32))).collect())
+        };
+        let got = memo.get_or_read(&[3, 1, 3], read).unwrap();
+        assert_eq!(
+            got.iter().map(|r| r.out.external).collect::<Vec<_>>(),
+            [3, 1, 3]
+        );
+        let got = memo.get_or_read(&[1, 2], read).unwrap();
+        assert_eq!(
+            got.iter().map(|r| r.out.external).collect::<Vec<_>>(),
+            [1, 2]
+        );
+        assert_eq!(*reads.borrow(), [3, 1, 3, 2]);
+        assert_eq!(memo.get(2).unwrap().out.external, 2);
+        assert!(memo.get(4).is_none());
+        let err = memo
+            .get_or_read(&[5], |_| Ok(vec![None]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("source row is missing"), "{err}");
+        assert!(memo.get(5).is_none());
     }
 }
