@@ -347,11 +347,14 @@ impl PageRows {
     }
 }
 
-/// The source fields most of a page's backlink records hold (the first met of those
-/// held by as many), if it has any: records written by one crawl share them.
+/// The source fields most of a page's backlink records hold, if it has any: of its live
+/// ones when it has some (its last crawl wrote them all), the first met in the records'
+/// order of those held by as many. Records written by one crawl share them.
 fn shared_source(records: &[LinkRecord]) -> Option<SourceRow> {
+    let external = || records.iter().filter(|r| !r.is_internal());
+    let live = external().any(|r| !r.is_deleted());
     let mut held: Vec<(SourceRow, usize)> = Vec::new();
-    for rec in records.iter().filter(|r| !r.is_internal()) {
+    for rec in external().filter(|r| !live || !r.is_deleted()) {
         match held
             .iter_mut()
             .find(|(row, _)| row.ip == rec.source_ip && row.out == rec.source_out)

@@ -403,9 +403,7 @@ impl SourceChecks {
         let mut it = store.db.raw_iterator_cf_opt(store.cf(CF_SOURCES), opts);
         it.seek_to_first();
         while let (Some(k), Some(v)) = (it.key(), it.value()) {
-            let hash = <[u8; 8]>::try_from(k)
-                .map_err(|_| Error::corrupt(CF_SOURCES, "a key that is not a URL hash"))?;
-            checks.push((u64::from_be_bytes(hash), SourceRow::decode(v)?.check()));
+            checks.push((SourceKey::parse(k)?.0, SourceRow::decode(v)?.check()));
             it.next();
         }
         it.status()?;
@@ -539,7 +537,7 @@ impl<E: Fn(u64, EndName<'_>) -> Option<LinkEnd>> Rekey<'_, E> {
             let source = match (self.end_of)(source_hash, EndName::Hash) {
                 Some(end) => end,
                 None => {
-                    let url = self.source_of_pointer(&key)?;
+                    let url = self.source_of_pointer(&key, source_hash)?;
                     (self.end_of)(source_hash, EndName::Url(&url)).unwrap_or_default()
                 }
             };
@@ -580,7 +578,7 @@ impl<E: Fn(u64, EndName<'_>) -> Option<LinkEnd>> Rekey<'_, E> {
 
     /// The source URL of a pointer row of the serving generation, from the URL row it
     /// names: only when its source's hashes do not settle which URL it is.
-    fn source_of_pointer(&self, key: &BacklinkKey) -> Result<String> {
+    fn source_of_pointer(&self, key: &BacklinkKey, source_hash: u64) -> Result<String> {
         let s = self.store;
         let at_url = key.url_row(&s.hasher).bytes();
         let record =
@@ -588,7 +586,7 @@ impl<E: Fn(u64, EndName<'_>) -> Option<LinkEnd>> Rekey<'_, E> {
                 .ok_or_else(url_row_missing)?;
         let slots = FlowSlots::find(&record)?;
         if slots.has_source_row() {
-            return self.source_row_url(crate::keys::link_hashes(&key.link).0);
+            return self.source_row_url(source_hash);
         }
         Ok(slots.source_url.to_string())
     }

@@ -50,7 +50,6 @@ pub use ref_domain_query::{
     MAX_CANDIDATE_ROWS,
 };
 pub use small_item::MEMBER_ROWS_ABOVE;
-pub use source_row::SourceRow;
 pub use store::{
     sibling_path, Store, StoreMemory, StoreOptions, StoreStamp, ALL_CFS, FORMAT_VERSION,
 };

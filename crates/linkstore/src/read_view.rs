@@ -1021,9 +1021,9 @@ impl ReadView {
             Some(record) => visit(record, None),
             None => Ok(()),
         })?;
-        // Read whole when a record first needs them: a snapshot's source pages, which the
-        // graph a flow build reads this for holds anyway.
-        let mut sources: Option<HashMap<u64, SourceRow>> = None;
+        // Read whole when a record first needs them: a snapshot's source rows, about 150
+        // bytes a crawled page with external links, held while the links are scanned.
+        let mut sources: Option<Vec<(u64, SourceRow)>> = None;
         self.scan_cf_prefix(CF_BACKLINKS, &[self.generation], &mut |key, value| {
             if is_pointer(value)? {
                 return Ok(());
@@ -1036,18 +1036,18 @@ impl ReadView {
                 None => sources.insert(self.source_rows()?),
             };
             let source_hash = link_hashes(&BacklinkKey::parse(key)?.link).0;
-            let source = sources.get(&source_hash).ok_or_else(source_row_missing)?;
-            visit(value, Some(source))
+            let at = sources
+                .binary_search_by_key(&source_hash, |&(hash, _)| hash)
+                .map_err(|_| source_row_missing())?;
+            visit(value, Some(&sources[at].1))
         })
     }
 
-    /// Every source row, by its URL's hash.
-    fn source_rows(&self) -> Result<HashMap<u64, SourceRow>> {
-        let mut rows = HashMap::new();
+    /// Every source row, by its URL's hash (ascending, as stored).
+    fn source_rows(&self) -> Result<Vec<(u64, SourceRow)>> {
+        let mut rows = Vec::new();
         self.scan_cf(CF_SOURCES, &mut |key, value| {
-            let hash = <[u8; 8]>::try_from(key)
-                .map_err(|_| Error::corrupt(CF_SOURCES, "a key that is not a URL hash"))?;
-            rows.insert(u64::from_be_bytes(hash), SourceRow::decode(value)?);
+            rows.push((SourceKey::parse(key)?.0, SourceRow::decode(value)?));
             Ok(())
         })?;
         Ok(rows)

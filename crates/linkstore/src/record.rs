@@ -408,13 +408,11 @@ impl<'a> FlowSlots<'a> {
     /// [`SourceRow::check`](crate::source_row::SourceRow::check) of the record's source
     /// fields (`buf`: the record these slots were found in).
     pub(crate) fn source_check(&self, buf: &[u8]) -> u64 {
-        let fields: Vec<u8> = self
-            .source_fields
-            .iter()
-            .flat_map(|r| &buf[r.clone()])
-            .copied()
-            .collect();
-        xxhash_rust::xxh3::xxh3_64(&fields)
+        let mut check = xxhash_rust::xxh3::Xxh3::new();
+        for field in &self.source_fields {
+            check.update(&buf[field.clone()]);
+        }
+        check.digest()
     }
 
     /// The link as a flow build's graph takes it, its source being `source`.

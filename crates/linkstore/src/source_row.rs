@@ -14,8 +14,8 @@ use xxhash_rust::xxh3::xxh3_64;
 const SOURCE_ROW_VERSION: u8 = 1;
 
 /// What the backlink records of one source page share.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct SourceRow {
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SourceRow {
     pub url: String,
     pub ip: Option<IpAddr>,
     pub out: SourceOutlinks,
@@ -57,9 +57,10 @@ impl SourceRow {
         Ok(SourceRow { url, ip, out })
     }
 
-    /// A 64-bit hash of the fields, equal to `FlowSlots::source_check` of a record that
-    /// holds the same: a flow build's test of whether a record can leave them to this
-    /// row (a record whose fields differ and collide, at 2^-64, would read this row's).
+    /// A 64-bit hash of the fields (after the version byte), equal to
+    /// `FlowSlots::source_check` of a record that holds the same: a flow build's test of
+    /// whether a record can leave them to this row (a record whose fields differ and
+    /// collide, at 2^-64, would read this row's).
     pub(crate) fn check(&self) -> u64 {
         let mut fields = Vec::with_capacity(24 + self.url.len());
         self.put_fields(&mut fields);
@@ -67,8 +68,8 @@ impl SourceRow {
     }
 }
 
-/// Source rows a store keeps in memory, about 100 bytes each: a read of 50,000 backlinks
-/// finds its sources again on its next run.
+/// Source rows a store keeps in memory, about 150 bytes each (10 MB): a read of 50,000
+/// backlinks finds its sources again on its next run.
 const SOURCE_ROWS_KEPT: usize = 65_536;
 
 /// Source rows read lately, by URL hash, at most [`SOURCE_ROWS_KEPT`]: a full memo starts
@@ -84,37 +85,49 @@ impl SourceMemo {
     }
 
     /// The source rows of `hashes`, from memory where kept, the others from `read` (given
-    /// the hashes it must read, returning their rows in that order). A row that is not
-    /// in the store is an error: a record names its source row only when it was written.
+    /// the distinct hashes it must read, ascending, returning their rows in that order).
+    /// A row that is not in the store is an error: a record names its source row only
+    /// when it was written.
     pub(crate) fn get_or_read(
         &self,
         hashes: &[u64],
         read: impl FnOnce(&[u64]) -> Result<Vec<Option<SourceRow>>>,
     ) -> Result<Vec<Arc<SourceRow>>> {
         let mut out: Vec<Option<Arc<SourceRow>>> = Vec::with_capacity(hashes.len());
-        let mut missing = Vec::new();
         {
             let kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
-            for &hash in hashes {
-                let row = kept.get(&hash).cloned();
-                if row.is_none() {
-                    missing.push(hash);
-                }
-                out.push(row);
-            }
+            out.extend(hashes.iter().map(|hash| kept.get(hash).cloned()));
         }
-        if !missing.is_empty() {
-            let read = read(&missing)?;
+        let mut missing: Vec<u64> = (hashes.iter().zip(&out))
+            .filter(|(_, row)| row.is_none())
+            .map(|(&hash, _)| hash)
+            .collect();
+        if missing.is_empty() {
+            return Ok(out.into_iter().flatten().collect());
+        }
+        missing.sort_unstable();
+        missing.dedup();
+        let rows = read(&missing)?;
+        if rows.len() != missing.len() {
+            return Err(source_row_missing());
+        }
+        let rows = rows
+            .into_iter()
+            .map(|row| row.map(Arc::new).ok_or_else(source_row_missing))
+            .collect::<Result<Vec<_>>>()?;
+        {
             let mut kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
-            let mut read = missing.iter().zip(read);
-            for slot in out.iter_mut().filter(|row| row.is_none()) {
-                let (&hash, row) = read.next().ok_or_else(source_row_missing)?;
-                let row = Arc::new(row.ok_or_else(source_row_missing)?);
+            for (&hash, row) in missing.iter().zip(&rows) {
                 if kept.len() >= SOURCE_ROWS_KEPT {
                     kept.clear();
                 }
-                kept.insert(hash, Arc::clone(&row));
-                *slot = Some(row);
+                kept.insert(hash, Arc::clone(row));
+            }
+        }
+        for (hash, slot) in hashes.iter().zip(&mut out) {
+            if slot.is_none() {
+                let at = missing.binary_search(hash).expect("read with the others");
+                *slot = Some(Arc::clone(&rows[at]));
             }
         }
         Ok(out.into_iter().flatten().collect())
@@ -169,7 +182,7 @@ mod tests {
             got.iter().map(|r| r.out.external).collect::<Vec<_>>(),
             [1, 2]
         );
-        assert_eq!(*reads.borrow(), [3, 1, 3, 2]);
+        assert_eq!(*reads.borrow(), [1, 3, 2]);
         assert_eq!(memo.get(2).unwrap().out.external, 2);
         assert!(memo.get(4).is_none());
         let err = memo

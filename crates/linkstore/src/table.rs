@@ -218,6 +218,13 @@ built_key!(UrlRefKey<'_>, Table::Urls, Count);
 pub(crate) struct SourceKey(pub u64);
 
 impl SourceKey {
+    /// Reads a stored key.
+    pub(crate) fn parse(key: &[u8]) -> Result<SourceKey> {
+        let hash = <[u8; 8]>::try_from(key)
+            .map_err(|_| Error::corrupt(CF_SOURCES, "a key that is not a URL hash"))?;
+        Ok(SourceKey(u64::from_be_bytes(hash)))
+    }
+
     fn layout(&self) -> Vec<u8> {
         self.0.to_be_bytes().to_vec()
     }
