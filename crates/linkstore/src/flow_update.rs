@@ -19,10 +19,7 @@ use crate::item::Item;
 use crate::item::{host_of, root_domain, Level};
 use crate::metrics::ItemMetrics;
 use crate::record::{FlowPair, FlowSlots, LinkEnd};
-use crate::source_row::SourceRow;
-use crate::store::{
-    prefix_successor, Store, CF_BACKLINKS, CF_META, CF_METRICS, CF_SOURCES, CF_TOP_PAGES,
-};
+use crate::store::{prefix_successor, Store, CF_BACKLINKS, CF_META, CF_METRICS, CF_TOP_PAGES};
 use crate::table::{
     is_pointer, put_row, source_row_missing, url_row_missing, BacklinkKey, MetricsKey, SourceKey,
     TopPage, TopPageKey, POINTER,
@@ -391,22 +388,17 @@ impl FlowUpdate<'_> {
     }
 }
 
-/// A snapshot's source rows by URL hash, each with [`SourceRow::check`] of its fields:
-/// 16 bytes a source page, sorted.
+/// A snapshot's source rows by URL hash, each with the check of its fields
+/// ([`SourceRow::check`](crate::source_row::SourceRow::check)): 16 bytes a source page,
+/// sorted.
 struct SourceChecks(Vec<(u64, u64)>);
 
 impl SourceChecks {
     fn read(store: &Store) -> Result<SourceChecks> {
         let mut checks = Vec::new();
-        let mut opts = rocksdb::ReadOptions::default();
-        opts.fill_cache(false);
-        let mut it = store.db.raw_iterator_cf_opt(store.cf(CF_SOURCES), opts);
-        it.seek_to_first();
-        while let (Some(k), Some(v)) = (it.key(), it.value()) {
-            checks.push((SourceKey::parse(k)?.0, SourceRow::decode(v)?.check()));
-            it.next();
-        }
-        it.status()?;
+        store
+            .read()
+            .each_source_row(|hash, row| checks.push((hash, row.check())))?;
         Ok(SourceChecks(checks))
     }
 

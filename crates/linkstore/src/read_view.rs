@@ -1033,7 +1033,7 @@ impl ReadView {
             }
             let sources = match &mut sources {
                 Some(sources) => sources,
-                None => sources.insert(self.source_rows()?),
+                None => sources.insert(self.all_source_rows()?),
             };
             let source_hash = link_hashes(&BacklinkKey::parse(key)?.link).0;
             let at = sources
@@ -1044,13 +1044,18 @@ impl ReadView {
     }
 
     /// Every source row, by its URL's hash (ascending, as stored).
-    fn source_rows(&self) -> Result<Vec<(u64, SourceRow)>> {
+    fn all_source_rows(&self) -> Result<Vec<(u64, SourceRow)>> {
         let mut rows = Vec::new();
-        self.scan_cf(CF_SOURCES, &mut |key, value| {
-            rows.push((SourceKey::parse(key)?.0, SourceRow::decode(value)?));
-            Ok(())
-        })?;
+        self.each_source_row(|hash, row| rows.push((hash, row)))?;
         Ok(rows)
+    }
+
+    /// Visits every source row with its URL's hash, in hash order.
+    pub(crate) fn each_source_row(&self, mut visit: impl FnMut(u64, SourceRow)) -> Result<()> {
+        self.scan_cf(CF_SOURCES, &mut |key, value| {
+            visit(SourceKey::parse(key)?.0, SourceRow::decode(value)?);
+            Ok(())
+        })
     }
 
     fn scan_cf(&self, cf: &str, visit: &mut RowVisitor<'_>) -> Result<()> {
