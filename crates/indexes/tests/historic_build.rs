@@ -10,7 +10,10 @@
 use bulkbuild::BuildOptions;
 use flow::{parse_seeds, RankParams, Seed};
 use indexes::{build_historic, DataDir, HistoricBuild, IndexKind};
-use linkstore::{BacklinkQuery, Item, Store, StoreOptions, ALL_CFS, MAX_BACKLINK_COUNT};
+use linkstore::{
+    BacklinkQuery, Item, RefDomain, Store, StoreOptions, ALL_CFS, MAX_BACKLINK_COUNT,
+    MEMBER_ROW_VERSION, REF_DOMAIN_ROW_VERSION,
+};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
@@ -120,18 +123,40 @@ fn a_historic_build_equals_a_bulk_build_then_a_flow_build() {
         // reference counts, the expiry index, external links' `links` summaries. Both
         // give a root domain whose backlinks all point to one host only a `LinkedHost`
         // row saying so. A snapshot's root domain with a few linked hosts keeps no
-        // backlink rows, but a `BacklinkHost` row for each host; and its records leave
-        // the fields they share with their source page to the page's `sources` row.
+        // backlink rows, but a `BacklinkHost` row for each host; its records leave the
+        // fields they share with their source page to the page's `sources` row; and its
+        // referring-domain rows keep their counts but not their anchor texts.
         let full_store = in_two_passes(&case.join("full"), &files, &seeds, &opts);
         let full = rows(&full_store);
         let (in_full, in_one): (HashSet<_>, HashSet<_>) =
             (full.iter().collect(), one.iter().collect());
         assert!(
             in_one.difference(&in_full).all(|row| {
-                is_domain_member(row, BACKLINK_HOST) || row.0 == "sources" || has_source_row(row)
+                is_domain_member(row, BACKLINK_HOST)
+                    || row.0 == "sources"
+                    || has_source_row(row)
+                    || row.0 == "refdomains"
             }),
             "a snapshot row is new"
         );
+        let ref_domains = |rows: &Rows| -> Vec<(Vec<u8>, RefDomain)> {
+            let rows = rows.iter().filter(|r| r.0 == "refdomains");
+            rows.map(|(_, k, v)| (k.clone(), RefDomain::decode("", v).unwrap()))
+                .collect()
+        };
+        let without_texts = ref_domains(&one);
+        assert!(without_texts.len() > 100, "{} rows", without_texts.len());
+        assert!(
+            without_texts == ref_domains(&full),
+            "referring domains differ"
+        );
+        let versions = |rows: &Rows| -> HashSet<u8> {
+            let values = rows.iter().filter(|r| r.0 == "refdomains");
+            values.map(|(_, _, v)| v[0]).collect()
+        };
+        // Version 3 holds the texts; 2, the counts alone (`docs/format.md`).
+        assert_eq!(versions(&full), HashSet::from([REF_DOMAIN_ROW_VERSION]));
+        assert_eq!(versions(&one), HashSet::from([MEMBER_ROW_VERSION]));
         let sources = count(&one, "sources");
         assert!(sources > 1000 && count(&full, "sources") == 0, "{sources}");
         let records = one.iter().filter(|r| r.0 == "backlinks" && r.2.len() > 1);
@@ -150,7 +175,14 @@ fn a_historic_build_equals_a_bulk_build_then_a_flow_build() {
             "{few_hosts} hosts' backlinks read by their domain"
         );
         assert!(count(&one, "backlinks") < count(&full, "backlinks"));
-        let left_out = ["distinct", "urls", "expiry", "links", "backlinks"];
+        let left_out = [
+            "distinct",
+            "urls",
+            "expiry",
+            "links",
+            "backlinks",
+            "refdomains",
+        ];
         assert!(in_full
             .difference(&in_one)
             .all(|(cf, ..)| left_out.contains(cf)));

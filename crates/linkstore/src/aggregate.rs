@@ -8,9 +8,9 @@ use crate::views::min_nonzero;
 
 pub const COUNTERS_VERSION: u8 = 1;
 pub const AGGREGATE_VERSION: u8 = 1;
-/// Version of anchor-text values and of referring-domain ranked copies. Version 1
-/// repeated the member (domain, anchor text) that ends the row's key; version 2 leaves it
-/// to the key.
+/// Version of anchor-text values, of referring-domain ranked copies and of a snapshot's
+/// referring-domain rows (format 22). Version 1 repeated the member (domain, anchor
+/// text) that ends the row's key; version 2 leaves it to the key.
 pub const MEMBER_ROW_VERSION: u8 = 2;
 /// Version of referring-domain rows: version 2's fields, then the row's anchor texts
 /// (format 11).
@@ -396,8 +396,9 @@ impl RefDomain {
         out
     }
 
-    /// The value of the row's ranked copy, version 2: the counts without the texts.
-    pub(crate) fn encode_ranked(&self) -> Vec<u8> {
+    /// The counts without the texts, version 2: the value of a ranked copy, and of a
+    /// snapshot's row (format 22), whose texts no writer will move.
+    pub(crate) fn encode_counts(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(12);
         out.push(MEMBER_ROW_VERSION);
         self.put_counts(&mut out);

@@ -38,8 +38,8 @@ use crate::source_row::SourceRow;
 use crate::store::{bottom_file_options, flow_backlink_file_options, has_dictionary};
 use crate::table::{
     row, AnchorKey, BacklinkKey, BuiltKey, Count, CountersKey, DistinctKey, Empty, ExpiryPageKey,
-    LinkKey, LinkRow, PageKey, RankedAnchorKey, RankedRefDomainKey, RefDomainKey, SourceKey,
-    TableKey, TimelineKey, UrlRefKey,
+    LinkKey, LinkRow, PageKey, RankedAnchorKey, RankedRefDomainKey, RefDomainKey,
+    SnapshotRefDomainKey, SourceKey, TableKey, TimelineKey, UrlRefKey,
 };
 use crate::views::{
     distinct_counters, link_contributions, out_domain_counters, page_out_domains,
@@ -474,7 +474,8 @@ pub struct Reducer {
 /// One referring domain's anchor texts as they are reduced (`distinct` kind 3 rows,
 /// `domain \x01 anchor`, sort together): held until the domain's last, then given to
 /// its referring-domain row, or written as `distinct` rows once there are more than
-/// [`ANCHORS_IN_ROW`], the row then keeping only their number.
+/// [`ANCHORS_IN_ROW`], the row then keeping only their number. Not in a snapshot, whose
+/// rows keep no texts.
 #[derive(Default)]
 struct AnchorRun {
     /// `item_key | 3 | domain \x01`; empty while no run is open.
@@ -489,7 +490,8 @@ struct AnchorRun {
 
 impl AnchorRun {
     /// The next anchor text (of `domain`) of an item, with its count; past the bound its
-    /// `distinct` row is written if `write` (not in a snapshot).
+    /// `distinct` row is written if `write` (not for a root domain reading its one linked
+    /// host's views).
     fn add(
         &mut self,
         key: &DistinctKey<'_>,
@@ -797,9 +799,11 @@ impl Reducer {
                 }
                 if key.kind == DistinctKind::AnchorDomain {
                     let (domain, text) = split_anchor_member(key.member);
-                    let at_host = self.linked_hosts.one_host(key.item_key);
-                    let write = self.writer_rows && !at_host;
-                    self.anchor_run.add(&key, domain, n, write, out);
+                    // A snapshot's referring-domain rows keep no texts.
+                    if self.writer_rows {
+                        let write = !self.linked_hosts.one_host(key.item_key);
+                        self.anchor_run.add(&key, domain, n, write, out);
+                    }
                     let fed = &mut |t, k, v| out.feed(t, k, v);
                     self.sum.add_anchor_ref_domain(key.item_key, text, fed);
                     return Ok(());
@@ -863,7 +867,11 @@ impl Reducer {
                 };
                 self.ranked_ref_domains
                     .add(key.item_key, &ranked, &row, fed);
-                emit_final(out, &key, &row);
+                if self.writer_rows {
+                    emit_final(out, &key, &row);
+                } else {
+                    emit_final(out, &SnapshotRefDomainKey(key), &row);
+                }
             }
             Table::Anchors => {
                 let key = AnchorKey::parse(key)?;

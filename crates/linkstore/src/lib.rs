@@ -28,7 +28,10 @@ mod views;
 pub use views::{ip_member, subnet_of_member};
 mod writer;
 
-pub use aggregate::{AnchorText, Counters, RefDomain, ANCHORS_IN_ROW, RANKED_COPIES_ABOVE};
+pub use aggregate::{
+    AnchorText, Counters, RefDomain, ANCHORS_IN_ROW, MEMBER_ROW_VERSION, RANKED_COPIES_ABOVE,
+    REF_DOMAIN_ROW_VERSION,
+};
 pub use anchor_query::{anchor_form, AnchorFilter, AnchorPage, AnchorQuery, ANCHOR_SCAN_LIMIT};
 pub use error::{Error, Result};
 pub use flow_update::{EndName, FlowUpdate, FlowUpdateReport};

@@ -674,6 +674,26 @@ impl RefDomainKey<'_> {
 }
 built_key!(RefDomainKey<'_>, Table::RefDomains, RefDomain);
 
+/// `refdomains` in a snapshot (format 22): a row's counts without its anchor texts,
+/// which only the incremental writer reads (it moves an anchor's referring-domain count
+/// by them) and which no writer takes from a snapshot.
+pub(crate) struct SnapshotRefDomainKey<'a>(pub RefDomainKey<'a>);
+
+impl SnapshotRefDomainKey<'_> {
+    fn layout(&self) -> Vec<u8> {
+        self.0.layout()
+    }
+    fn read_value(&self, bytes: &[u8]) -> Result<RefDomain> {
+        RefDomain::decode(self.0.domain, bytes)
+    }
+}
+built_key!(
+    SnapshotRefDomainKey<'_>,
+    Table::RefDomains,
+    RefDomain,
+    encode_counts
+);
+
 /// `refdomains_ranked`: a referring-domain row's copy, keyed by its rank.
 pub(crate) struct RankedRefDomainKey<'a> {
     pub item_key: &'a [u8],
@@ -693,7 +713,7 @@ built_key!(
     RankedRefDomainKey<'_>,
     Table::RefDomainsRanked,
     RefDomain,
-    encode_ranked
+    encode_counts
 );
 
 /// `anchors`: one anchor text of an item.

@@ -18,7 +18,7 @@ use crate::aggregate::{
 use crate::keys::{DistinctKind, ItemHasher};
 use crate::table::{
     row, AnchorKey, BuiltKey, Count, CountersKey, DistinctKey, RankedAnchorKey, RankedRefDomainKey,
-    RefDomainKey, TimelineKey,
+    RefDomainKey, SnapshotRefDomainKey, TimelineKey,
 };
 use crate::views::{
     distinct_counters, out_domain_counters, ref_domain_counters, split_anchor_member,
@@ -34,7 +34,8 @@ pub(crate) struct MemberRows {
     /// Its `refdomains` and `anchors` rows and `distinct` rows of the member kinds at
     /// all: not for an item with few backlinks ([`crate::small_item`]).
     pub members: bool,
-    /// Also the `distinct` rows only the incremental writer reads (not in a snapshot).
+    /// Also the rows only the incremental writer reads (not in a snapshot): `distinct`
+    /// rows of its kinds and referring-domain rows' anchor texts.
     pub writer_rows: bool,
     /// What the item, a root domain, reads of its linked hosts' views
     /// ([`super::linked_hosts`]): with one host, of its view rows only that `LinkedHost`
@@ -94,11 +95,14 @@ pub(crate) fn item_rows(
     for (kind, member, n) in &members {
         if *kind == DistinctKind::AnchorDomain {
             let (domain, text) = split_anchor_member(member);
-            if domain != run.domain {
-                run.end(item_key, &mut sum.ref_domains, keep, rows);
-                run.domain = domain;
+            // A snapshot's referring-domain rows keep no texts.
+            if keep.writer_rows {
+                if domain != run.domain {
+                    run.end(item_key, &mut sum.ref_domains, keep, rows);
+                    run.domain = domain;
+                }
+                run.members.push((member, *n));
             }
-            run.members.push((member, *n));
             let share = AnchorText {
                 ref_domains: 1,
                 ..Default::default()
@@ -156,7 +160,12 @@ pub(crate) fn item_rows(
             item_key,
             domain: &value.domain,
         };
-        push_member(rows, keep.views(), &key, copy.as_ref(), &value);
+        if keep.writer_rows {
+            push_member(rows, keep.views(), &key, copy.as_ref(), &value);
+        } else {
+            let key = SnapshotRefDomainKey(key);
+            push_member(rows, keep.views(), &key, copy.as_ref(), &value);
+        }
     }
 
     let anchors: Vec<_> = sum
