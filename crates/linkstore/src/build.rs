@@ -285,7 +285,12 @@ impl PageRows {
         // they equal it (a flow build tells them apart).
         if !self.writer_rows {
             if let Some(row) = shared_source(&records) {
-                emit_row(emit, &SourceKey(url_hash(&url)), &row);
+                // A bulk build's rows are generation 0's, as its backlink rows are.
+                let key = SourceKey {
+                    generation: 0,
+                    hash: url_hash(&url),
+                };
+                emit_row(emit, &key, &row);
             }
         }
         let day = day_of(state.last_fetch);

@@ -19,10 +19,12 @@ use crate::item::Item;
 use crate::item::{host_of, root_domain, Level};
 use crate::metrics::ItemMetrics;
 use crate::record::{FlowPair, FlowSlots, LinkEnd};
-use crate::store::{prefix_successor, Store, CF_BACKLINKS, CF_META, CF_METRICS, CF_TOP_PAGES};
+use crate::store::{
+    prefix_successor, Store, CF_BACKLINKS, CF_META, CF_METRICS, CF_SOURCES, CF_TOP_PAGES,
+};
 use crate::table::{
     is_pointer, put_row, source_row_missing, url_row_missing, BacklinkKey, MetricsKey, SourceKey,
-    TopPage, TopPageKey, POINTER,
+    TableKey, TopPage, TopPageKey, POINTER,
 };
 use rocksdb::{WriteBatch, WriteOptions};
 use std::path::{Path, PathBuf};
@@ -41,7 +43,7 @@ pub enum EndName<'a> {
 }
 
 /// The column families whose rows are keyed by flow generation.
-const GENERATION_CFS: [&str; 3] = [CF_BACKLINKS, CF_METRICS, CF_TOP_PAGES];
+const GENERATION_CFS: [&str; 4] = [CF_BACKLINKS, CF_METRICS, CF_TOP_PAGES, CF_SOURCES];
 
 const BATCH_ROWS: usize = 20_000;
 /// Rows re-keyed between two progress reports.
@@ -296,7 +298,13 @@ impl FlowUpdate<'_> {
         let scratch = ScratchDir::new(scratch_dir(s.path()))?;
         let rows = AtomicU64::new(0);
         let (next, item_buffer_bytes) = (self.next, self.item_buffer_bytes);
-        let source_checks = s.is_snapshot().then(|| SourceChecks::read(s)).transpose()?;
+        let (source_checks, source_files) = if s.is_snapshot() {
+            let dir = scratch.0.join("sources");
+            let (checks, files) = SourceChecks::read_and_carry(s, next, &end_of, &dir)?;
+            (Some(checks), files)
+        } else {
+            (None, Vec::new())
+        };
         let results: Vec<Result<(BacklinkFiles, Vec<PathBuf>)>> = std::thread::scope(|scope| {
             let handles: Vec<_> = sources
                 .into_iter()
@@ -350,6 +358,7 @@ impl FlowUpdate<'_> {
             parts_files.push(files);
         }
         s.ingest_table_files(Table::Backlinks, &paths)?;
+        s.ingest_table_files(Table::Sources, &source_files)?;
         drop(parts_files);
         drop(scratch);
         // Durable before the switch: everything of the next generation, then the pointer.
@@ -394,12 +403,46 @@ impl FlowUpdate<'_> {
 struct SourceChecks(Vec<(u64, u64)>);
 
 impl SourceChecks {
-    fn read(store: &Store) -> Result<SourceChecks> {
+    /// The checks of the serving generation's source rows; and each row, with the
+    /// Citation Flow and topics `end_of` gives its page, written as generation `next`'s
+    /// into table files in `dir` (returned, to add), as its records are.
+    fn read_and_carry(
+        store: &Store,
+        next: u8,
+        end_of: &impl Fn(u64, EndName<'_>) -> Option<LinkEnd>,
+        dir: &Path,
+    ) -> Result<(SourceChecks, Vec<PathBuf>)> {
+        std::fs::create_dir_all(dir)?;
         let mut checks = Vec::new();
-        store
-            .read()
-            .each_source_row(|hash, row| checks.push((hash, row.check())))?;
-        Ok(SourceChecks(checks))
+        let mut files = Vec::new();
+        let mut writer: Option<TableFileWriter> = None;
+        store.read().each_source_row(|hash, row| {
+            checks.push((hash, row.check()));
+            let end = end_of(hash, EndName::Url(&row.url)).unwrap_or_default();
+            let key = SourceKey {
+                generation: next,
+                hash,
+            };
+            let w = match &mut writer {
+                Some(w) => w,
+                None => {
+                    let path = dir.join(format!("{:06}.sst", files.len()));
+                    files.push(path.clone());
+                    writer.insert(TableFileWriter::create(Table::Sources, &path)?)
+                }
+            };
+            w.put(&key.encode(), &row.with_end(&end).encode())?;
+            if w.is_full(crate::build::FILE_RAW_BYTES) {
+                writer.take().expect("open").finish()?;
+            }
+            Ok(())
+        })?;
+        if let Some(w) = writer {
+            if w.finish()?.is_none() {
+                files.pop();
+            }
+        }
+        Ok((SourceChecks(checks), files))
     }
 
     /// True when the source row of `hash` has fields whose check is `check`.
@@ -595,7 +638,11 @@ impl<E: Fn(u64, EndName<'_>) -> Option<LinkEnd>> Rekey<'_, E> {
 
     /// The URL of the source row of `source_hash`.
     fn source_row_url(&self, source_hash: u64) -> Result<String> {
-        let row = self.store.row(&SourceKey(source_hash))?;
+        let key = SourceKey {
+            generation: self.store.generation(),
+            hash: source_hash,
+        };
+        let row = self.store.row(&key)?;
         Ok(row.ok_or_else(source_row_missing)?.url)
     }
 

@@ -573,7 +573,7 @@ impl ReadView {
                 false => {
                     let mut rec = LinkRecord::decode(value)?;
                     if rec.has_source_row() {
-                        if let Some(source) = self.source_rows.get(source_hash) {
+                        if let Some(source) = self.source_rows.get(self.generation, source_hash) {
                             rec.set_source(&source);
                         }
                     }
@@ -665,9 +665,13 @@ impl ReadView {
         if hashes.is_empty() {
             return Ok(());
         }
-        let sources = self.source_rows.get_or_read(&hashes, |missing| {
-            self.rows(&missing.iter().map(|&h| SourceKey(h)).collect::<Vec<_>>())
-        })?;
+        let generation = self.generation;
+        let sources = self
+            .source_rows
+            .get_or_read(generation, &hashes, |missing| {
+                let key = |&hash| SourceKey { generation, hash };
+                self.rows(&missing.iter().map(key).collect::<Vec<_>>())
+            })?;
         let waiting = rows.iter_mut().filter(|(rec, ..)| rec.has_source_row());
         for ((rec, ..), source) in waiting.zip(&sources) {
             rec.set_source(source);
@@ -1046,15 +1050,21 @@ impl ReadView {
     /// Every source row, by its URL's hash (ascending, as stored).
     fn all_source_rows(&self) -> Result<Vec<(u64, SourceRow)>> {
         let mut rows = Vec::new();
-        self.each_source_row(|hash, row| rows.push((hash, row)))?;
+        self.each_source_row(|hash, row| {
+            rows.push((hash, row));
+            Ok(())
+        })?;
         Ok(rows)
     }
 
-    /// Visits every source row with its URL's hash, in hash order.
-    pub(crate) fn each_source_row(&self, mut visit: impl FnMut(u64, SourceRow)) -> Result<()> {
-        self.scan_cf(CF_SOURCES, &mut |key, value| {
-            visit(SourceKey::parse(key)?.0, SourceRow::decode(value)?);
-            Ok(())
+    /// Visits every source row of this view's generation with its URL's hash, in hash
+    /// order.
+    pub(crate) fn each_source_row(
+        &self,
+        mut visit: impl FnMut(u64, SourceRow) -> Result<()>,
+    ) -> Result<()> {
+        self.scan_cf_prefix(CF_SOURCES, &[self.generation], &mut |key, value| {
+            visit(SourceKey::parse(key)?.hash, SourceRow::decode(value)?)
         })
     }
 

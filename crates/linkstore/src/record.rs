@@ -4,7 +4,7 @@
 use crate::codec::{put_bytes, put_ip, put_uvarint, Reader};
 use crate::error::{Error, Result};
 use crate::source_row::SourceRow;
-use crate::topic::{each_topic, put_topic_ids, put_topics, read_topics, topic_id};
+use crate::topic::{each_topic, put_topic_ids, put_topics, read_topics, topic_id, topic_name};
 use roaring::RoaringBitmap;
 use std::net::IpAddr;
 use std::ops::Range;
@@ -109,8 +109,9 @@ pub mod flags {
     /// Source and target share a root domain: an outlink kept for flow, not a backlink.
     pub const INTERNAL: u16 = 1 << 4;
     pub const ALT_TEXT: u16 = 1 << 5;
-    /// The record keeps no source URL, address or out-link counts: they are its source
-    /// page's `sources` row (snapshots only, `docs/format.md`, "`sources`").
+    /// The record keeps no source URL, address, out-link counts, Citation Flow or topics:
+    /// they are its source page's `sources` row of the record's generation (snapshots
+    /// only, `docs/format.md`, "`sources`").
     pub const SOURCE_ROW: u16 = 1 << 6;
 }
 
@@ -206,6 +207,14 @@ impl LinkEnd {
             end.topic_count += 1;
         }
         end
+    }
+
+    /// The topics, by name, most trusted first.
+    pub(crate) fn topics(&self) -> Vec<(String, u8)> {
+        let ids = &self.topics[..usize::from(self.topic_count)];
+        ids.iter()
+            .filter_map(|&(id, value)| Some((topic_name(id)?.to_string(), value)))
+            .collect()
     }
 
     /// Writes the first `max` topics as [`put_topics`] does.
@@ -351,9 +360,11 @@ pub(crate) struct FlowSlots<'a> {
     /// Empty in a record with a source row.
     pub source_url: &'a str,
     pub target_url: &'a str,
-    /// Offset of the four flow bytes.
+    /// Offset of the flow bytes: four, or three in a record with a source row (no
+    /// source Citation Flow).
     flows_at: usize,
-    /// Offset of the source topics, which run with the target's to the end.
+    /// Offset of the topics (the source's, but in a record with a source row, then the
+    /// target's), which run to the end.
     topics_at: usize,
     /// Where the source URL, address and out-link counts are (empty ranges in a record
     /// with a source row), in record order.
@@ -369,7 +380,7 @@ impl<'a> FlowSlots<'a> {
         let whole = flags & flags::SOURCE_ROW == 0;
         let at = |r: &Reader<'_>| buf.len() - r.remaining();
         let flows_at = at(&r);
-        r.take(4)?;
+        r.take(flow_bytes(whole))?;
         let url_at = at(&r);
         let source_url = if whole { read_text(&mut r)? } else { "" };
         let url = url_at..at(&r);
@@ -388,7 +399,7 @@ impl<'a> FlowSlots<'a> {
             SourceOutlinks::read(&mut r)?;
         }
         let topics_at = at(&r);
-        for _ in 0..2 {
+        for _ in 0..1 + usize::from(whole) {
             each_topic(&mut r, "links", |_, _| {})?;
         }
         Ok(FlowSlots {
@@ -433,7 +444,8 @@ impl<'a> FlowSlots<'a> {
     }
 
     /// `buf` (the record these slots were found in) with both ends replaced, and, with
-    /// `to_source_row`, without its source fields, which its source row holds.
+    /// `to_source_row`, without its source fields, which its source row holds. A record
+    /// with a source row leaves the source's Citation Flow and topics to it too.
     pub(crate) fn rewrite(
         &self,
         buf: &[u8],
@@ -441,15 +453,15 @@ impl<'a> FlowSlots<'a> {
         target: &LinkEnd,
         to_source_row: bool,
     ) -> Vec<u8> {
+        let whole = !to_source_row && !self.has_source_row();
         let mut out = Vec::with_capacity(self.topics_at + 2 * (1 + 2 * SOURCE_TOPICS));
         out.extend_from_slice(&buf[..self.flows_at]);
-        out.extend_from_slice(&[
-            source.flow.trust_flow,
-            source.flow.citation_flow,
-            target.flow.trust_flow,
-            target.flow.citation_flow,
-        ]);
-        let mut from = self.flows_at + 4;
+        out.push(source.flow.trust_flow);
+        if whole {
+            out.push(source.flow.citation_flow);
+        }
+        out.extend_from_slice(&[target.flow.trust_flow, target.flow.citation_flow]);
+        let mut from = self.flows_at + flow_bytes(!self.has_source_row());
         if to_source_row {
             for field in &self.source_fields {
                 out.extend_from_slice(&buf[from..field.start]);
@@ -459,10 +471,18 @@ impl<'a> FlowSlots<'a> {
             out[1..3].copy_from_slice(&(self.flags | flags::SOURCE_ROW).to_le_bytes());
         }
         out.extend_from_slice(&buf[from..self.topics_at]);
-        source.put_topics(&mut out, SOURCE_TOPICS);
+        if whole {
+            source.put_topics(&mut out, SOURCE_TOPICS);
+        }
         target.put_topics(&mut out, TARGET_TOPICS);
         out
     }
+}
+
+/// The flow bytes of a record: both ends' Trust Flow and Citation Flow, but the
+/// source's Citation Flow in a record with a source row.
+fn flow_bytes(whole: bool) -> usize {
+    3 + usize::from(whole)
 }
 
 /// Writes the days a link was seen as runs of consecutive days: `n uvar`, then per run
@@ -562,9 +582,9 @@ impl LinkRecord {
     pub fn is_internal(&self) -> bool {
         self.flags & flags::INTERNAL != 0
     }
-    /// True for a record whose source URL, address and out-link counts are its source
-    /// page's `sources` row ([`flags::SOURCE_ROW`]): empty here until a reader sets them
-    /// ([`LinkRecord::set_source`]).
+    /// True for a record whose source URL, address, out-link counts, Citation Flow and
+    /// topics are its source page's `sources` row ([`flags::SOURCE_ROW`]): empty here
+    /// until a reader sets them ([`LinkRecord::set_source`]).
     pub fn has_source_row(&self) -> bool {
         self.flags & flags::SOURCE_ROW != 0
     }
@@ -573,6 +593,8 @@ impl LinkRecord {
         self.source_url.clone_from(&source.url);
         self.source_ip = source.ip;
         self.source_out = source.out;
+        self.source_flow.citation_flow = source.citation_flow;
+        self.source_topics.clone_from(&source.topics);
         self.flags &= !flags::SOURCE_ROW;
     }
     pub fn set_flag(&mut self, flag: u16, on: bool) {
@@ -595,13 +617,12 @@ impl LinkRecord {
         put_uvarint(&mut out, u64::from(self.last_seen));
         put_uvarint(&mut out, u64::from(self.date_lost));
         out.push(self.lost_reason as u8);
-        out.extend_from_slice(&[
-            self.source_flow.trust_flow,
-            self.source_flow.citation_flow,
-            self.target_flow.trust_flow,
-            self.target_flow.citation_flow,
-        ]);
         let whole = !self.has_source_row();
+        out.push(self.source_flow.trust_flow);
+        if whole {
+            out.push(self.source_flow.citation_flow);
+        }
+        out.extend_from_slice(&[self.target_flow.trust_flow, self.target_flow.citation_flow]);
         if whole {
             put_bytes(&mut out, self.source_url.as_bytes());
         }
@@ -614,8 +635,8 @@ impl LinkRecord {
         put_history(&mut out, &self.history);
         if whole {
             self.source_out.put(&mut out);
+            put_topics(&mut out, &self.source_topics);
         }
-        put_topics(&mut out, &self.source_topics);
         put_topics(&mut out, &self.target_topics);
         out
     }
@@ -630,28 +651,27 @@ impl LinkRecord {
         let last_seen = r.u32v()?;
         let date_lost = r.u32v()?;
         let lost_reason = LostReason::from_u8(r.u8()?)?;
-        let f = r.take(4)?;
+        let whole = flags & flags::SOURCE_ROW == 0;
+        let f = r.take(flow_bytes(whole))?;
         let source_flow = FlowPair {
             trust_flow: f[0],
-            citation_flow: f[1],
+            citation_flow: if whole { f[1] } else { 0 },
         };
         let target_flow = FlowPair {
-            trust_flow: f[2],
-            citation_flow: f[3],
+            trust_flow: f[f.len() - 2],
+            citation_flow: f[f.len() - 1],
         };
-        let whole = flags & flags::SOURCE_ROW == 0;
         let source_url = if whole { r.string()? } else { String::new() };
         let target_url = r.string()?;
         let anchor_text = r.string()?;
         let alt_text = r.string()?;
         let source_ip = if whole { r.ip()? } else { None };
         let history = read_history(&mut r)?;
-        let source_out = if whole {
-            SourceOutlinks::read(&mut r)?
+        let (source_out, source_topics) = if whole {
+            (SourceOutlinks::read(&mut r)?, read_topics(&mut r, "links")?)
         } else {
-            SourceOutlinks::default()
+            (SourceOutlinks::default(), Vec::new())
         };
-        let source_topics = read_topics(&mut r, "links")?;
         let target_topics = read_topics(&mut r, "links")?;
         Ok(LinkRecord {
             source_url,
@@ -775,7 +795,24 @@ mod tests {
         assert!(again.has_source_row() && again.source_url.is_empty());
         assert_eq!(again.rewrite(&detached, &source, &target, true), detached);
         assert!(BacklinkFacts::read(&detached).is_err() && flow_link(&detached).is_err());
+        assert_eq!(
+            (read.source_flow, read.target_flow),
+            (flow(30, 0), flow(5, 60))
+        );
+        assert!(read.source_topics.is_empty());
         read.set_source(&row);
+        assert_eq!(read, rec);
+        // A later flow build's ends: the record keeps the source's Trust Flow, and the
+        // row of that build's generation the rest.
+        let source = LinkEnd::new(flow(7, 8), &topics[3..]);
+        let target = LinkEnd::new(flow(1, 2), &[]);
+        let moved = again.rewrite(&detached, &source, &target, false);
+        let mut read = LinkRecord::decode(&moved).unwrap();
+        read.set_source(&row.with_end(&source));
+        rec.source_flow = flow(7, 8);
+        rec.target_flow = flow(1, 2);
+        rec.source_topics = topics[3..].to_vec();
+        rec.target_topics.clear();
         assert_eq!(read, rec);
         let other = SourceRow {
             ip: None,

@@ -213,20 +213,32 @@ impl UrlRefKey<'_> {
 }
 built_key!(UrlRefKey<'_>, Table::Urls, Count);
 
-/// `sources`: a source page's fields that its backlink records leave to it, by the 64-bit
-/// hash of its URL (the hash a backlink key names its source by).
-pub(crate) struct SourceKey(pub u64);
+/// `sources`: a source page's fields that its backlink records leave to it, by flow
+/// generation and the 64-bit hash of its URL (the hash a backlink key names its source
+/// by).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SourceKey {
+    pub generation: u8,
+    pub hash: u64,
+}
 
 impl SourceKey {
     /// Reads a stored key.
     pub(crate) fn parse(key: &[u8]) -> Result<SourceKey> {
-        let hash = <[u8; 8]>::try_from(key)
-            .map_err(|_| Error::corrupt(CF_SOURCES, "a key that is not a URL hash"))?;
-        Ok(SourceKey(u64::from_be_bytes(hash)))
+        let bad = || Error::corrupt(CF_SOURCES, "a key that is not a generation and URL hash");
+        let (&generation, hash) = key.split_first().ok_or_else(bad)?;
+        let hash = <[u8; 8]>::try_from(hash).map_err(|_| bad())?;
+        Ok(SourceKey {
+            generation,
+            hash: u64::from_be_bytes(hash),
+        })
     }
 
     fn layout(&self) -> Vec<u8> {
-        self.0.to_be_bytes().to_vec()
+        let mut k = Vec::with_capacity(9);
+        k.push(self.generation);
+        k.extend_from_slice(&self.hash.to_be_bytes());
+        k
     }
     fn read_value(&self, bytes: &[u8]) -> Result<SourceRow> {
         SourceRow::decode(bytes)

@@ -33,7 +33,7 @@ pub(crate) fn topic_id(name: &str) -> Option<u8> {
     ids().1.get(name).copied()
 }
 
-fn topic_name(id: u8) -> Option<&'static str> {
+pub(crate) fn topic_name(id: u8) -> Option<&'static str> {
     ids().0.get(usize::from(id)).copied()
 }
 
