@@ -23,8 +23,8 @@ use crate::store::{
     prefix_successor, Store, CF_BACKLINKS, CF_META, CF_METRICS, CF_SOURCES, CF_TOP_PAGES,
 };
 use crate::table::{
-    is_pointer, put_row, source_row_missing, url_row_missing, BacklinkKey, MetricsKey, SourceKey,
-    TableKey, TopPage, TopPageKey, POINTER,
+    is_pointer, put_row, source_row_missing, url_row_missing, BacklinkKey, Empty, MetricsKey,
+    SourceKey, TableKey, TopPageKey, POINTER,
 };
 use rocksdb::{WriteBatch, WriteOptions};
 use std::path::{Path, PathBuf};
@@ -232,7 +232,6 @@ impl FlowUpdate<'_> {
             (Level::SubDomain, host),
             (Level::RootDomain, root_domain(host).unwrap_or(host)),
         ];
-        let value = TopPage(url.to_string());
         for (level, name) in sites {
             let key = TopPageKey {
                 generation: self.next,
@@ -240,7 +239,7 @@ impl FlowUpdate<'_> {
                 flow,
                 url,
             };
-            put_row(self.store, &mut self.batches.batch, &key, &value);
+            put_row(self.store, &mut self.batches.batch, &key, &Empty);
             self.batches.added()?;
         }
         Ok(())

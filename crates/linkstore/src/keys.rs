@@ -180,16 +180,25 @@ pub fn generation_item_prefix(generation: u8, item_hash: u64) -> [u8; 9] {
     k
 }
 
-/// `top_pages` CF: `generation | site item_hash | 255 - TF | 255 - CF | url_hash`: a
-/// site's (host's or root domain's) pages, strongest first.
-pub fn top_page_key(generation: u8, site_hash: u64, flow: FlowPair, url: &str) -> [u8; 19] {
-    let mut k = [0u8; 19];
-    k[0] = generation;
-    k[1..9].copy_from_slice(&site_hash.to_be_bytes());
-    k[9] = 255 - flow.trust_flow;
-    k[10] = 255 - flow.citation_flow;
-    k[11..].copy_from_slice(&url_hash(url).to_be_bytes());
+/// `top_pages` CF: `generation | site item_hash | 255 - TF | 255 - CF | url`: a site's
+/// (host's or root domain's) pages, strongest first, then by URL.
+pub fn top_page_key(generation: u8, site_hash: u64, flow: FlowPair, url: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(TOP_PAGE_URL_AT + url.len());
+    k.push(generation);
+    k.extend_from_slice(&site_hash.to_be_bytes());
+    k.extend_from_slice(&[255 - flow.trust_flow, 255 - flow.citation_flow]);
+    k.extend_from_slice(url.as_bytes());
     k
+}
+
+/// Where a `top_pages` key's URL starts.
+const TOP_PAGE_URL_AT: usize = 11;
+
+/// The URL a `top_pages` key ends with.
+pub(crate) fn top_page_url(key: &[u8]) -> crate::error::Result<&str> {
+    key.get(TOP_PAGE_URL_AT..)
+        .and_then(|url| std::str::from_utf8(url).ok())
+        .ok_or_else(|| crate::Error::corrupt(crate::store::CF_TOP_PAGES, "a key without a URL"))
 }
 
 /// The Trust Flow and Citation Flow a `top_pages` key holds.

@@ -4,7 +4,9 @@ use crate::aggregate::{AnchorText, Counters, Ranked, RefDomain, TimelineDelta};
 use crate::error::{Error, Result};
 use crate::item::{host_of, root_domain, Item, Level};
 use crate::keys::link_hashes;
-use crate::keys::{generation_item_prefix, member_of_key, top_page_flow, DistinctKind, ItemHasher};
+use crate::keys::{
+    generation_item_prefix, member_of_key, top_page_flow, top_page_url, DistinctKind, ItemHasher,
+};
 use crate::metrics::ItemMetrics;
 use crate::page::PageState;
 use crate::record::{has_source_row, FlowLink, FlowPair, FlowSlots, LinkRecord};
@@ -699,8 +701,8 @@ impl ReadView {
         let mut it = self.db.raw_iterator_cf_opt(self.cf(CF_TOP_PAGES), opts);
         it.seek(lower);
         let (mut pages, mut seen) = (Vec::new(), 0usize);
-        while let (Some(key), Some(value)) = (it.key(), it.value()) {
-            let url = crate::table::TopPage::url_of(value)?;
+        while let Some(key) = it.key() {
+            let url = top_page_url(key)?;
             if site.contains_url(url) {
                 if seen >= from && pages.len() < count {
                     pages.push(TopPage {

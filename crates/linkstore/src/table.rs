@@ -790,7 +790,8 @@ impl TableKey for MetricsKey<'_> {
     }
 }
 
-/// `top_pages`: a page among its site's pages (a host or a root domain), by its flows.
+/// `top_pages`: a page among its site's pages (a host or a root domain), by its flows;
+/// the row is its key alone, which ends with the page's URL.
 pub(crate) struct TopPageKey<'a> {
     pub generation: u8,
     pub site_hash: u64,
@@ -798,38 +799,17 @@ pub(crate) struct TopPageKey<'a> {
     pub url: &'a str,
 }
 
-/// Version byte of a `top_pages` value (`version | url`).
-const TOP_PAGE_VERSION: u8 = 1;
-
-/// A `top_pages` value: the page's URL.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct TopPage(pub String);
-
-impl TopPage {
-    /// The URL of a stored value, borrowed (a reader skips most of the rows it scans).
-    pub(crate) fn url_of(bytes: &[u8]) -> Result<&str> {
-        match bytes.split_first() {
-            Some((&TOP_PAGE_VERSION, url)) => std::str::from_utf8(url)
-                .map_err(|_| Error::corrupt(CF_TOP_PAGES, "URL is not UTF-8")),
-            _ => Err(Error::corrupt(CF_TOP_PAGES, "unknown value version")),
-        }
-    }
-}
-
 impl TableKey for TopPageKey<'_> {
     const CF: &'static str = CF_TOP_PAGES;
-    type Value = TopPage;
+    type Value = Empty;
     fn encode(&self) -> Vec<u8> {
-        keys::top_page_key(self.generation, self.site_hash, self.flow, self.url).to_vec()
+        keys::top_page_key(self.generation, self.site_hash, self.flow, self.url)
     }
-    fn encode_value(value: &TopPage) -> Vec<u8> {
-        let mut v = Vec::with_capacity(value.0.len() + 1);
-        v.push(TOP_PAGE_VERSION);
-        v.extend_from_slice(value.0.as_bytes());
-        v
+    fn encode_value(value: &Empty) -> Vec<u8> {
+        value.encode()
     }
-    fn decode_value(&self, bytes: &[u8]) -> Result<TopPage> {
-        TopPage::url_of(bytes).map(|u| TopPage(u.to_string()))
+    fn decode_value(&self, _: &[u8]) -> Result<Empty> {
+        Ok(Empty)
     }
 }
 
@@ -980,11 +960,16 @@ mod tests {
         let top = TopPageKey {
             generation: 1,
             site_hash: 9,
-            flow: FlowPair::default(),
+            flow: FlowPair {
+                trust_flow: 7,
+                citation_flow: 8,
+            },
             url: "http://b.com/x",
         };
-        let bytes = TopPageKey::encode_value(&TopPage("http://b.com/x".into()));
-        assert_eq!(top.decode_value(&bytes).unwrap().0, "http://b.com/x");
-        assert!(top.decode_value(&[9, b'x']).is_err());
+        let key = top.encode();
+        assert_eq!(keys::top_page_url(&key).unwrap(), "http://b.com/x");
+        assert_eq!(keys::top_page_flow(&key), top.flow);
+        assert!(keys::top_page_url(&key[..10]).is_err());
+        assert!(TopPageKey::encode_value(&Empty).is_empty());
     }
 }
