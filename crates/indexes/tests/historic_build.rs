@@ -5,7 +5,8 @@
 //! item hashes. Those are the rows of a bulk build with them, less the writer's rows and
 //! the views of root domains that read their one linked host's, with records that leave
 //! their source fields to their source page's row (every item and link reads the same
-//! from both); and a snapshot takes no crawl one by one.
+//! from both, also after flow builds from other seeds); and a snapshot takes no crawl
+//! one by one.
 
 use bulkbuild::BuildOptions;
 use flow::{parse_seeds, RankParams, Seed};
@@ -249,6 +250,36 @@ fn a_historic_build_equals_a_bulk_build_then_a_flow_build() {
         assert!(
             links(&snapshot) == links(&full_store),
             "the links differ after a second flow"
+        );
+
+        // A flow build from other seeds moves the sources' flows: records and their
+        // source rows move together, and read as a store with the writer's rows flowed
+        // the same way does.
+        let other_seeds = &seeds[..1];
+        flow::build(&snapshot, other_seeds, &RankParams::default(), &mut |_| {}).unwrap();
+        flow::build(
+            &full_store,
+            other_seeds,
+            &RankParams::default(),
+            &mut |_| {},
+        )
+        .unwrap();
+        let sources = |rows: &Rows| -> HashSet<(Vec<u8>, Vec<u8>)> {
+            let sources = rows.iter().filter(|r| r.0 == "sources");
+            sources
+                .map(|(_, k, v)| (k[1..].to_vec(), v.clone()))
+                .collect()
+        };
+        assert!(
+            sources(&rows(&snapshot)) != sources(&again),
+            "other seeds moved no source row"
+        );
+        for item in items.iter().step_by(5) {
+            assert_eq!(reads(&snapshot, item), reads(&full_store, item), "{item:?}");
+        }
+        assert!(
+            links(&snapshot) == links(&full_store),
+            "the links differ after a flow from other seeds"
         );
     }
 }

@@ -118,11 +118,11 @@ impl Table {
     }
 
     /// The 64-bit hash a row is partitioned by: the key's first 8 bytes (a page, URL or
-    /// item hash), after the generation byte for backlinks. `expiry` keys start with a
-    /// kind byte and a day, so one partition holds them all (one row per page and per
-    /// deleted link: a small table).
+    /// item hash), after the generation byte for backlinks and sources. `expiry` keys
+    /// start with a kind byte and a day, so one partition holds them all (one row per
+    /// page and per deleted link: a small table).
     pub fn partition_hash(self, key: &[u8]) -> u64 {
-        let start = usize::from(self == Table::Backlinks);
+        let start = usize::from(matches!(self, Table::Backlinks | Table::Sources));
         let mut h = [0u8; 8];
         let bytes = key.get(start..).unwrap_or_default();
         let n = bytes.len().min(8);

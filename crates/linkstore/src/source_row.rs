@@ -113,6 +113,13 @@ struct Kept {
 }
 
 impl SourceMemo {
+    /// Forgets every row: the store switched generations. (Generations cycle, so rows
+    /// kept across 255 switches would otherwise pass for the current ones.)
+    pub(crate) fn clear(&self) {
+        let mut kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        kept.rows.clear();
+    }
+
     /// The source row of `hash` in `generation`, if kept.
     pub(crate) fn get(&self, generation: u8, hash: u64) -> Option<Arc<SourceRow>> {
         let kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
@@ -250,6 +257,11 @@ mod tests {
         memo.get_or_read(1, &[2], read).unwrap();
         assert_eq!(*reads.borrow(), [1, 3, 2, 2]);
         assert!(memo.get(1, 2).is_some() && memo.get(0, 1).is_none());
+        memo.clear();
+        assert!(
+            memo.get(1, 2).is_none(),
+            "a generation switch forgets every row"
+        );
         let err = memo
             .get_or_read(0, &[5], |_| Ok(vec![None]))
             .unwrap_err()

@@ -436,6 +436,7 @@ impl Store {
             snapshot,
             generation: g,
         });
+        self.source_rows.clear();
     }
 
     pub(crate) fn is_published(&self) -> bool {
@@ -482,6 +483,7 @@ impl Store {
     pub(crate) fn set_generation(&self, g: u8) {
         let _published = self.published.write().unwrap_or_else(|p| p.into_inner());
         self.generation.store(g, Ordering::Release);
+        self.source_rows.clear();
     }
 
     /// State of a crawled page as last written, published or not (for writers).
