@@ -37,7 +37,7 @@ fn options(workers: usize, hash_bits: u8) -> BuildOptions {
         workers,
         // Small enough that every sorter spills; the runs are LZ4-compressed in one case,
         // written as they are in the others.
-        memory_bytes: 8 << 20,
+        memory_bytes: SPILLING_MEMORY,
         raw_run_bytes: if hash_bits == 2 { 0 } else { u64::MAX },
         store: StoreOptions {
             hash_bits,
@@ -91,13 +91,30 @@ fn web(dir: &Path, pages: usize, crawls: usize, seeds: usize) -> (Vec<PathBuf>, 
     (files, seeds)
 }
 
+/// A bulk build's memory in most cases of the tests: small enough that every sorter
+/// spills.
+const SPILLING_MEMORY: usize = 8 << 20;
+
 #[test]
 fn a_historic_build_equals_a_bulk_build_then_a_flow_build() {
     let tmp = tempfile::tempdir().unwrap();
     let (files, seeds) = web(tmp.path(), 3000, 3, 5);
-    for (workers, hash_bits) in [(1, 64), (2, 64), (2, 2)] {
-        let opts = options(workers, hash_bits);
-        let case = tmp.path().join(format!("w{workers}-b{hash_bits}"));
+    // With 2-bit hashes a quarter of the items share each partition hash: reduced whole
+    // in memory only with more of it, which the hosts that read their URLs' rows need.
+    for (workers, hash_bits, memory) in [
+        (1, 64, SPILLING_MEMORY),
+        (2, 64, SPILLING_MEMORY),
+        (2, 2, SPILLING_MEMORY),
+        (1, 2, 1 << 30),
+    ] {
+        let opts = BuildOptions {
+            memory_bytes: memory,
+            ..options(workers, hash_bits)
+        };
+        let reduced_whole = hash_bits == 64 || memory > SPILLING_MEMORY;
+        let case = tmp
+            .path()
+            .join(format!("w{workers}-b{hash_bits}-m{memory}"));
         let snapshot_opts = BuildOptions {
             writer_rows: false,
             ..opts.clone()
@@ -124,7 +141,8 @@ fn a_historic_build_equals_a_bulk_build_then_a_flow_build() {
         // reference counts, the expiry index, external links' `links` summaries. Both
         // give a root domain whose backlinks all point to one host only a `LinkedHost`
         // row saying so. A snapshot's root domain with a few linked hosts keeps no
-        // backlink rows, but a `BacklinkHost` row for each host; its records leave the
+        // backlink rows, but a `BacklinkHost` row for each host, and so does a host with
+        // a few linked URLs, with a `BacklinkUrl` row for each URL; its records leave the
         // fields they share with their source page to the page's `sources` row; and its
         // referring-domain rows keep their counts but not their anchor texts.
         let full_store = in_two_passes(&case.join("full"), &files, &seeds, &opts);
@@ -133,7 +151,8 @@ fn a_historic_build_equals_a_bulk_build_then_a_flow_build() {
             (full.iter().collect(), one.iter().collect());
         assert!(
             in_one.difference(&in_full).all(|row| {
-                is_domain_member(row, BACKLINK_HOST)
+                is_member(row, ROOT_DOMAIN, BACKLINK_HOST)
+                    || is_member(row, HOST, BACKLINK_URL)
                     || row.0 == "sources"
                     || has_source_row(row)
                     || row.0 == "refdomains"
@@ -168,12 +187,20 @@ fn a_historic_build_equals_a_bulk_build_then_a_flow_build() {
             with_row.len(),
             whole.len()
         );
-        let linked = |kind| one.iter().filter(|r| is_domain_member(r, kind)).count();
-        let (one_host, few_hosts) = (linked(LINKED_HOST), linked(BACKLINK_HOST));
+        let linked = |level, kind| one.iter().filter(|r| is_member(r, level, kind)).count();
+        let one_host = linked(ROOT_DOMAIN, LINKED_HOST);
+        let (few_hosts, few_urls) = (
+            linked(ROOT_DOMAIN, BACKLINK_HOST),
+            linked(HOST, BACKLINK_URL),
+        );
         assert!(one_host > 20, "{one_host} root domains read a host's views");
         assert!(
             few_hosts > 40,
             "{few_hosts} hosts' backlinks read by their domain"
+        );
+        assert!(
+            few_urls > 40 || !reduced_whole,
+            "{few_urls} URLs' backlinks read by their host"
         );
         assert!(count(&one, "backlinks") < count(&full, "backlinks"));
         let left_out = [
@@ -207,6 +234,11 @@ fn a_historic_build_equals_a_bulk_build_then_a_flow_build() {
             // Each read scans a quarter of the store: root domains, whose reads the
             // snapshot changes most, only.
             items.retain(|item| item.level == linkstore::Level::RootDomain);
+            if reduced_whole {
+                // Their hosts may read their URLs' rows: a quarter of the store again
+                // for each URL hash.
+                items = items.into_iter().step_by(4).collect();
+            }
         }
         for item in &items {
             assert_eq!(reads(&snapshot, item), reads(&full_store, item), "{item:?}");
@@ -285,15 +317,21 @@ fn a_historic_build_equals_a_bulk_build_then_a_flow_build() {
 }
 
 /// `distinct` kinds (`docs/format.md`): a root domain's one linked host, whose views it
-/// reads, and in a snapshot each of its few linked hosts, whose backlink rows it reads.
+/// reads, and in a snapshot each of its few linked hosts, whose backlink rows it reads,
+/// and a host's few linked URLs, whose backlink rows it reads.
 const LINKED_HOST: u8 = 7;
 const BACKLINK_HOST: u8 = 8;
+const BACKLINK_URL: u8 = 9;
 
-/// Whether a row is a `distinct` row of `kind` of a root domain (level 1):
+/// Item levels as item keys hold them.
+const ROOT_DOMAIN: u8 = 1;
+const HOST: u8 = 2;
+
+/// Whether a row is a `distinct` row of `kind` of an item of `level`:
 /// `hash(8) | level | name | 0 | kind | member | 0`.
-fn is_domain_member((cf, key, _): &&(&str, Vec<u8>, Vec<u8>), kind: u8) -> bool {
+fn is_member((cf, key, _): &&(&str, Vec<u8>, Vec<u8>), level: u8, kind: u8) -> bool {
     *cf == "distinct"
-        && key.get(8) == Some(&1)
+        && key.get(8) == Some(&level)
         && key[9..]
             .iter()
             .position(|&b| b == 0)

@@ -53,9 +53,11 @@ use std::sync::OnceLock;
 
 mod contribution_sum;
 pub(crate) mod facts_row;
+mod host_urls;
 pub(crate) mod item_rows;
 mod linked_hosts;
 pub(crate) use contribution_sum::ContributionSum;
+use host_urls::HostUrls;
 use item_rows::{item_rows, MemberRows, Row};
 use linked_hosts::LinkedHosts;
 
@@ -428,7 +430,12 @@ pub trait ReduceOut {
 /// Where a reduced `backlinks` row goes.
 enum BacklinkRow {
     /// To the store; `at_url`: the row is its target URL's, which keeps the record.
-    Written { at_url: bool },
+    /// `left_with`: the host of the group ([`HostUrls::note`]) whose reading its URLs'
+    /// rows would leave the row out, if its other items do without it.
+    Written {
+        at_url: bool,
+        left_with: Option<usize>,
+    },
     /// Nowhere: a root domain's row, the domain reading its linked hosts' rows.
     Left,
 }
@@ -474,6 +481,8 @@ pub struct Reducer {
     writer_rows: bool,
     /// Root domains that read their one linked host's views.
     linked_hosts: LinkedHosts,
+    /// Hosts that read their URLs' backlink rows (snapshots).
+    host_urls: HostUrls,
 }
 
 /// One referring domain's anchor texts as they are reduced (`distinct` kind 3 rows,
@@ -623,6 +632,7 @@ impl Reducer {
             anchor_run: AnchorRun::default(),
             writer_rows,
             linked_hosts: LinkedHosts::new(!writer_rows),
+            host_urls: HostUrls::new(!writer_rows),
         }
     }
 
@@ -639,6 +649,8 @@ impl Reducer {
         self.anchor_run.end(out);
         let items = matches!(self.summing.take(), Some(Summing::Items(_)));
         let whole = self.sum.take_whole();
+        let (hasher, rows) = (&self.hasher, &mut self.item_rows);
+        self.host_urls.end_group(items && whole, hasher, out, rows);
         if !(items && whole) {
             self.sum.flush(&mut |t, k, v| out.feed(t, k, v));
             if items {
@@ -648,7 +660,6 @@ impl Reducer {
             }
             return;
         }
-        let (hasher, rows) = (&self.hasher, &mut self.item_rows);
         let (writer_rows, linked_hosts) = (self.writer_rows, &self.linked_hosts);
         self.sum.drain_items(&mut |item| {
             let backlinks = item.counters.map_or(0, |c| c.ext_backlinks);
@@ -706,15 +717,30 @@ impl Reducer {
                 .is_some(),
             _ => false,
         };
+        let at_url = key.is_url_row(&self.hasher);
+        // A row of a host (and of its root domain only if that reads its hosts' rows).
+        let (mut host, mut domain_keeps) = (None, false);
+        for &(level, name) in items {
+            match level {
+                Level::SubDomain => {
+                    let url_item = key.url_row(&self.hasher).item_hash;
+                    host = self.host_urls.note(name, url_item);
+                }
+                Level::RootDomain => {
+                    let domain = self.hasher.key_of(level, name);
+                    domain_keeps = self.linked_hosts.alias(&domain).is_none();
+                }
+                Level::Url | Level::Index => {}
+            }
+        }
+        let left_with = host.filter(|_| !domain_keeps);
         let items = items.iter().copied();
         target_contributions(&facts, 1, items, &self.hasher, &mut self.sum);
         self.sum.flush_if_full(emit);
         Ok(if at_hosts {
             BacklinkRow::Left
         } else {
-            BacklinkRow::Written {
-                at_url: key.is_url_row(&self.hasher),
-            }
+            BacklinkRow::Written { at_url, left_with }
         })
     }
 
@@ -763,8 +789,9 @@ impl Reducer {
                 // views.
                 if let Some(v) = values.next_value() {
                     let fed = &mut |t, k, v| out.feed(t, k, v);
-                    if let BacklinkRow::Written { at_url } = self.backlink_views(key, v, fed)? {
-                        out.backlink(key, v, at_url);
+                    let written = self.backlink_views(key, v, fed)?;
+                    if let BacklinkRow::Written { at_url, left_with } = written {
+                        self.host_urls.put(key, v, at_url, left_with, out);
                     }
                 }
             }

@@ -303,6 +303,10 @@ pub enum DistinctKind {
     /// `MAX_BACKLINK_HOSTS` hosts: the domain keeps no backlink rows, and reads merge the
     /// hosts' (format 20). Its count is always 1.
     BacklinkHost = 8,
+    /// In a snapshot, the item hash of each URL of a host whose backlinks point to at
+    /// most `MAX_BACKLINK_URLS` URLs ([`url_item_member`]): the host keeps no backlink
+    /// rows, and reads merge the URLs' (format 25). Its count is always 1.
+    BacklinkUrl = 9,
 }
 
 impl DistinctKind {
@@ -332,7 +336,7 @@ impl DistinctKind {
     /// too.
     pub(crate) fn stored_count(self, n: i64) -> i64 {
         match self {
-            DistinctKind::LinkedHost | DistinctKind::BacklinkHost => 1,
+            DistinctKind::LinkedHost | DistinctKind::BacklinkHost | DistinctKind::BacklinkUrl => 1,
             _ => n,
         }
     }
@@ -346,9 +350,24 @@ impl DistinctKind {
             6 => DistinctKind::DomainIp,
             7 => DistinctKind::LinkedHost,
             8 => DistinctKind::BacklinkHost,
+            9 => DistinctKind::BacklinkUrl,
             _ => return None,
         })
     }
+}
+
+/// The member of a [`DistinctKind::BacklinkUrl`] row: a URL's item hash, as 16 lower-case
+/// hex digits.
+pub(crate) fn url_item_member(url_item: u64) -> String {
+    format!("{url_item:016x}")
+}
+
+/// The URL item hash a [`url_item_member`] names.
+pub(crate) fn member_url_item(member: &str) -> Option<u64> {
+    let digits = member.len() == 16 && member.bytes().all(|b| b.is_ascii_hexdigit());
+    digits
+        .then(|| u64::from_str_radix(member, 16).ok())
+        .flatten()
 }
 
 #[cfg(test)]
@@ -389,5 +408,16 @@ mod tests {
         assert!(backlink_key(0, 7, 0, &link) < backlink_key(0, 8, 100, &link));
         assert!(backlink_key(0, 8, 0, &link) < backlink_key(1, 7, 100, &link));
         assert!(backlink_key(3, 7, 1, &link).starts_with(&generation_item_prefix(3, 7)));
+    }
+
+    #[test]
+    fn a_url_item_member_names_its_hash_and_nothing_else_reads_as_one() {
+        for hash in [0, 1, 0xdead_beef, u64::MAX] {
+            assert_eq!(member_url_item(&url_item_member(hash)), Some(hash));
+        }
+        assert_eq!(url_item_member(1).len(), 16);
+        assert_eq!(member_url_item("www.example.com"), None);
+        assert_eq!(member_url_item("1"), None, "not 16 digits");
+        assert_eq!(member_url_item("+000000000000001"), None);
     }
 }

@@ -5,7 +5,8 @@ use crate::error::{Error, Result};
 use crate::item::{host_of, root_domain, Item, Level};
 use crate::keys::link_hashes;
 use crate::keys::{
-    generation_item_prefix, member_of_key, top_page_flow, top_page_url, DistinctKind, ItemHasher,
+    generation_item_prefix, member_of_key, member_url_item, top_page_flow, top_page_url,
+    DistinctKind, ItemHasher,
 };
 use crate::metrics::ItemMetrics;
 use crate::page::PageState;
@@ -214,9 +215,18 @@ enum HostViews {
     BacklinkHosts(Vec<Item>),
 }
 
-/// The backlink rows of one or more items (a root domain's linked hosts), merged in key
-/// order after the item hash: SourceTrustFlow descending, then the link hashes, which
-/// orders the hosts' rows exactly as the domain's own would be.
+/// The rows of one item hash that a backlink scan reads: those of `item`'s links. A part
+/// at a URL's hash holds records (`records_only`): its pointer rows are a colliding
+/// host's or root domain's.
+struct ScanPart {
+    item: Item,
+    hash: u64,
+    records_only: bool,
+}
+
+/// The backlink rows of one or more item hashes (a root domain's linked hosts, a host's
+/// linked URLs), merged in key order after the item hash: SourceTrustFlow descending,
+/// then the link hashes, which orders their rows exactly as the item's own would be.
 struct BacklinkScan<'a> {
     parts: Vec<rocksdb::DBRawIterator<'a>>,
 }
@@ -551,13 +561,12 @@ impl ReadView {
         first_chunk: usize,
         mut visit: impl FnMut(LinkRecord) -> bool,
     ) -> Result<()> {
-        let parts = match self.host_views(item)? {
-            HostViews::Own => vec![item.clone()],
-            HostViews::Host(host) => vec![Item::host(host)],
-            HostViews::BacklinkHosts(hosts) => hosts,
-        };
+        let parts = self.scan_parts(item)?;
         let mut scan = BacklinkScan {
-            parts: parts.iter().map(|part| self.backlink_rows(part)).collect(),
+            parts: parts
+                .iter()
+                .map(|part| self.backlink_rows(part.hash))
+                .collect(),
         };
         // Rows read but not visited, in key order: held back behind a pointer not yet
         // resolved.
@@ -568,7 +577,9 @@ impl ReadView {
             let (Some(key), Some(value)) = (it.key(), it.value()) else {
                 break;
             };
-            let item = &parts[part];
+            let ScanPart {
+                item, records_only, ..
+            } = &parts[part];
             let key = BacklinkKey::parse(key)?;
             let source_hash = link_hashes(&key.link).0;
             match is_pointer(value)? {
@@ -591,7 +602,7 @@ impl ReadView {
                 }
                 // A URL's own rows hold their records: a pointer under its hash is a
                 // colliding host's or root domain's.
-                true if item.level == Level::Url => {}
+                true if *records_only => {}
                 true => {
                     let at_url = key.url_row(&self.hasher).bytes();
                     held.push(ScannedRow::AtUrl(at_url, part, source_hash));
@@ -609,10 +620,61 @@ impl ReadView {
         Ok(())
     }
 
-    /// An iterator over the backlink rows of `item` in this view's generation, at the
-    /// first.
-    fn backlink_rows(&self, item: &Item) -> rocksdb::DBRawIterator<'_> {
-        let hash = self.hasher.hash(item.level, &item.name);
+    /// The item hashes whose rows, merged, are `item`'s backlink rows: its own, or those
+    /// of the hosts a root domain reads, each host's own or those of the URLs it reads
+    /// (`distinct` kinds 7, 8 and 9, `docs/format.md`).
+    fn scan_parts(&self, item: &Item) -> Result<Vec<ScanPart>> {
+        let items = match self.host_views(item)? {
+            HostViews::Own => vec![item.clone()],
+            HostViews::Host(host) => vec![Item::host(host)],
+            HostViews::BacklinkHosts(hosts) => hosts,
+        };
+        let mut parts = Vec::with_capacity(items.len());
+        for item in items {
+            let urls = match item.level {
+                Level::SubDomain => self.backlink_urls(&item)?,
+                _ => Vec::new(),
+            };
+            if urls.is_empty() {
+                parts.push(ScanPart {
+                    hash: self.hasher.hash(item.level, &item.name),
+                    records_only: item.level == Level::Url,
+                    item,
+                });
+                continue;
+            }
+            for hash in urls {
+                parts.push(ScanPart {
+                    item: item.clone(),
+                    hash,
+                    records_only: true,
+                });
+            }
+        }
+        Ok(parts)
+    }
+
+    /// The item hashes of the URLs whose backlink rows a snapshot's host reads instead
+    /// of keeping its own (its `BacklinkUrl` rows); empty for every other host.
+    fn backlink_urls(&self, host: &Item) -> Result<Vec<u64>> {
+        let mut prefix = self.hasher.item_key(host);
+        prefix.push(DistinctKind::BacklinkUrl as u8);
+        let mut it = self.prefix_iterator(CF_DISTINCT, &prefix);
+        let mut urls = Vec::new();
+        while let Some(key) = it.key() {
+            let key = DistinctKey::parse(key)?;
+            let url = member_url_item(key.member)
+                .ok_or_else(|| Error::corrupt(CF_DISTINCT, "a linked URL is not an item hash"))?;
+            urls.push(url);
+            it.next();
+        }
+        it.status()?;
+        Ok(urls)
+    }
+
+    /// An iterator over the backlink rows under item hash `hash` in this view's
+    /// generation, at the first.
+    fn backlink_rows(&self, hash: u64) -> rocksdb::DBRawIterator<'_> {
         self.prefix_iterator(CF_BACKLINKS, &generation_item_prefix(self.generation, hash))
     }
 
@@ -621,7 +683,7 @@ impl ReadView {
     /// `visit` ended the scan. A row counts for the part it was read in.
     fn visit_held(
         &self,
-        parts: &[Item],
+        parts: &[ScanPart],
         held: &mut Vec<ScannedRow>,
         visit: &mut impl FnMut(LinkRecord) -> bool,
     ) -> Result<bool> {
@@ -649,7 +711,7 @@ impl ReadView {
         }
         self.set_sources(&mut rows)?;
         for (rec, part, _) in rows {
-            if parts[part].contains_url(&rec.target_url) && !visit(rec) {
+            if parts[part].item.contains_url(&rec.target_url) && !visit(rec) {
                 return Ok(false);
             }
         }

@@ -421,7 +421,8 @@ pub(crate) fn distinct_counters(kind: DistinctKind, moved: i64) -> Option<Counte
         | DistinctKind::IpDomain
         | DistinctKind::DomainIp
         | DistinctKind::LinkedHost
-        | DistinctKind::BacklinkHost => return None,
+        | DistinctKind::BacklinkHost
+        | DistinctKind::BacklinkUrl => return None,
     }
     Some(c)
 }
