@@ -649,9 +649,12 @@ impl Reducer {
         self.anchor_run.end(out);
         let items = matches!(self.summing.take(), Some(Summing::Items(_)));
         let whole = self.sum.take_whole();
-        let (hasher, rows) = (&self.hasher, &mut self.item_rows);
-        self.host_urls.end_group(items && whole, hasher, out, rows);
+        let named_urls = self.host_urls.end_group(&self.hasher, out);
         if !(items && whole) {
+            // The items' `distinct` rows are reduced in a later stage.
+            for (t, k, v) in named_urls {
+                out.feed(t, k, v);
+            }
             self.sum.flush(&mut |t, k, v| out.feed(t, k, v));
             if items {
                 self.linked_hosts.end_group(false);
@@ -660,6 +663,8 @@ impl Reducer {
             }
             return;
         }
+        let (hasher, rows) = (&self.hasher, &mut self.item_rows);
+        rows.extend(named_urls);
         let (writer_rows, linked_hosts) = (self.writer_rows, &self.linked_hosts);
         self.sum.drain_items(&mut |item| {
             let backlinks = item.counters.map_or(0, |c| c.ext_backlinks);

@@ -148,6 +148,9 @@ pub struct ReadView {
     pub(crate) hasher: ItemHasher,
     /// The store's source rows read lately (they never change: [`Store`](crate::Store)).
     pub(crate) source_rows: Arc<SourceMemo>,
+    /// Whether the store is a snapshot, whose hosts may read their URLs' backlink rows
+    /// ([`crate::Store::is_snapshot`]): other stores have none to look for.
+    pub(crate) snapshot_store: bool,
 }
 
 /// Which backlinks of an item to read, in SourceTrustFlow order.
@@ -632,7 +635,7 @@ impl ReadView {
         let mut parts = Vec::with_capacity(items.len());
         for item in items {
             let urls = match item.level {
-                Level::SubDomain => self.backlink_urls(&item)?,
+                Level::SubDomain if self.snapshot_store => self.backlink_urls(&item)?,
                 _ => Vec::new(),
             };
             if urls.is_empty() {

@@ -460,6 +460,7 @@ impl Store {
             generation,
             hasher: self.hasher,
             source_rows: Arc::clone(&self.source_rows),
+            snapshot_store: self.is_snapshot(),
         }
     }
 

@@ -8,8 +8,10 @@
 //! ([`DistinctKind::BacklinkUrl`]) naming each URL's item hash, and readers merge the
 //! URLs' rows. The reducer meets a host's rows one after another (they share its
 //! partition hash), so it holds them back until the host's group ends and knows how many
-//! URLs they point to. (The incremental writer, which would have to write every pointer
-//! row when a host gains a URL, keeps them.)
+//! URLs they point to. What it decides depends on the group's rows alone, not on the
+//! build's memory, workers or whether it keeps rows for a flow build, so every build of
+//! a crawl writes the same rows. (The incremental writer, which would have to write every
+//! pointer row when a host gains a URL, keeps them.)
 
 use super::item_rows::Row;
 use super::ReduceOut;
@@ -21,9 +23,11 @@ use crate::table::{row, Count, DistinctKey};
 /// that reads its hosts' rows, up to `MAX_BACKLINK_HOSTS` times as many).
 pub(crate) const MAX_BACKLINK_URLS: usize = 8;
 
-/// Bytes of rows held back in one group before its hosts give up reading their URLs'
-/// rows: a host with few URLs but more backlinks than this keeps its pointer rows.
-const MOST_HELD_BYTES: usize = 16 << 20;
+/// Rows held back in one group before its hosts give up reading their URLs' rows: a host
+/// with few URLs but more backlinks than this keeps its pointer rows. Counted in rows,
+/// the same in every build (a historic build's values also name the link's source):
+/// about 10 MiB held at most.
+const MOST_HELD_ROWS: usize = 1 << 16;
 
 /// A host of the group being reduced, with the item hashes of its linked URLs (`None`
 /// once it has more than [`MAX_BACKLINK_URLS`]).
@@ -127,7 +131,7 @@ impl HostUrls {
             at_url,
             left_with: left_with.filter(|_| !at_url),
         });
-        if self.bytes.len() > MOST_HELD_BYTES {
+        if self.held.len() > MOST_HELD_ROWS {
             // Too many to hold: the group's hosts keep their rows.
             for h in &mut self.hosts {
                 h.urls = None;
@@ -137,22 +141,16 @@ impl HostUrls {
     }
 
     /// Ends the group: writes the rows held back but those of hosts that read their URLs'
-    /// rows, and gives `rows` the `distinct` rows naming those URLs. Unless the group's
-    /// items were `whole` (their rows worked out in memory, where those rows go), its
-    /// hosts keep their rows.
-    pub(crate) fn end_group(
-        &mut self,
-        whole: bool,
-        hasher: &ItemHasher,
-        out: &mut dyn ReduceOut,
-        rows: &mut Vec<Row>,
-    ) {
+    /// rows, and returns the `distinct` rows naming those URLs (for the items' other rows,
+    /// or for a later stage where those are reduced).
+    pub(crate) fn end_group(&mut self, hasher: &ItemHasher, out: &mut dyn ReduceOut) -> Vec<Row> {
         for h in &mut self.hosts {
-            if !whole || !h.leaves_rows {
+            if !h.leaves_rows {
                 h.urls = None;
             }
         }
         self.write_held(out);
+        let mut rows = Vec::new();
         for h in self.hosts.drain(..) {
             let Some(mut urls) = h.urls else { continue };
             urls.sort_unstable();
@@ -167,6 +165,7 @@ impl HostUrls {
                 rows.push(row(&key, &Count(1)));
             }
         }
+        rows
     }
 
     /// Writes the rows held back, in order, but those of hosts that read their URLs'.
@@ -213,13 +212,13 @@ mod tests {
     #[test]
     fn a_host_with_few_urls_leaves_its_rows_and_names_its_urls() {
         let hasher = ItemHasher::new(64);
-        let (mut hosts, mut out, mut rows) = (HostUrls::new(true), Written::default(), Vec::new());
+        let (mut hosts, mut out) = (HostUrls::new(true), Written::default());
         let a = hosts.note("a.com", 7);
         hosts.put(&[1], b"x", false, a, &mut out);
         let a = hosts.note("a.com", 9);
         hosts.put(&[2], b"x", false, a, &mut out);
         assert!(out.0.is_empty(), "held back to the group's end");
-        hosts.end_group(true, &hasher, &mut out, &mut rows);
+        let rows = hosts.end_group(&hasher, &mut out);
         assert!(out.0.is_empty(), "left out");
         let members: Vec<_> = rows
             .iter()
@@ -234,38 +233,33 @@ mod tests {
     }
 
     #[test]
-    fn a_host_past_the_most_urls_or_not_whole_keeps_its_rows_in_order() {
+    fn a_host_past_the_most_urls_keeps_its_rows_in_order() {
         let hasher = ItemHasher::new(64);
-        let (mut hosts, mut out, mut rows) = (HostUrls::new(true), Written::default(), Vec::new());
+        let (mut hosts, mut out) = (HostUrls::new(true), Written::default());
         for url in 0..=MAX_BACKLINK_URLS as u64 {
             let a = hosts.note("a.com", url);
             hosts.put(&[url as u8], b"x", false, a, &mut out);
         }
-        hosts.end_group(true, &hasher, &mut out, &mut rows);
+        assert!(hosts.end_group(&hasher, &mut out).is_empty());
         assert_eq!(
             keys(&out),
             (0..=MAX_BACKLINK_URLS as u8).collect::<Vec<_>>()
         );
-        assert!(rows.is_empty());
 
+        // A row of a root domain that keeps its rows, after a held one: held too.
         let mut out = Written::default();
-        let a = hosts.note("a.com", 1);
-        hosts.put(&[1], b"x", false, a, &mut out);
-        // A row of a root domain that keeps its rows, after the held one: held too.
+        let b = hosts.note("b.com", 1);
+        hosts.put(&[1], b"x", false, b, &mut out);
         hosts.put(&[2], b"x", false, None, &mut out);
-        hosts.end_group(false, &hasher, &mut out, &mut rows);
-        assert_eq!(
-            keys(&out),
-            [1, 2],
-            "an item reduced stage by stage keeps its rows"
-        );
-        assert!(rows.is_empty());
+        assert!(out.0.is_empty());
+        assert_eq!(hosts.end_group(&hasher, &mut out).len(), 1);
+        assert_eq!(keys(&out), [2]);
     }
 
     #[test]
     fn rows_of_other_items_keep_their_place_and_a_store_with_the_writer_holds_nothing() {
         let hasher = ItemHasher::new(2);
-        let (mut hosts, mut out, mut rows) = (HostUrls::new(true), Written::default(), Vec::new());
+        let (mut hosts, mut out) = (HostUrls::new(true), Written::default());
         // A URL row (kept) before, between and after a host's pointer rows.
         hosts.put(&[1], b"r", true, None, &mut out);
         let a = hosts.note("a.com", 1);
@@ -274,9 +268,8 @@ mod tests {
         hosts.put(&[3], b"r", true, a, &mut out);
         hosts.put(&[4], b"x", false, a, &mut out);
         assert_eq!(keys(&out), [1]);
-        hosts.end_group(true, &hasher, &mut out, &mut rows);
+        assert_eq!(hosts.end_group(&hasher, &mut out).len(), 1);
         assert_eq!(keys(&out), [1, 3]);
-        assert_eq!(rows.len(), 1);
 
         let (mut hosts, mut out) = (HostUrls::new(false), Written::default());
         assert_eq!(hosts.note("a.com", 1), None);
@@ -285,20 +278,18 @@ mod tests {
     }
 
     #[test]
-    fn a_group_past_the_held_bytes_keeps_its_rows() {
+    fn a_group_past_the_held_rows_keeps_its_rows() {
         let hasher = ItemHasher::new(64);
-        let (mut hosts, mut out, mut rows) = (HostUrls::new(true), Written::default(), Vec::new());
-        let value = vec![0u8; 1 << 20];
-        let n = MOST_HELD_BYTES / value.len() + 1;
+        let (mut hosts, mut out) = (HostUrls::new(true), Written::default());
+        let n = MOST_HELD_ROWS + 1;
         for i in 0..n {
             let a = hosts.note("a.com", 1);
-            hosts.put(&[i as u8], &value, false, a, &mut out);
+            hosts.put(&(i as u32).to_be_bytes(), b"x", false, a, &mut out);
         }
         assert_eq!(out.0.len(), n, "written once too many were held");
         let a = hosts.note("a.com", 1);
-        hosts.put(&[n as u8], &value, false, a, &mut out);
-        hosts.end_group(true, &hasher, &mut out, &mut rows);
+        hosts.put(&(n as u32).to_be_bytes(), b"x", false, a, &mut out);
+        assert!(hosts.end_group(&hasher, &mut out).is_empty());
         assert_eq!(out.0.len(), n + 1);
-        assert!(rows.is_empty());
     }
 }
