@@ -271,16 +271,19 @@ impl PageRows {
         let mut records: Vec<LinkRecord> = links.into_values().collect();
         records.sort_by_key(|r| url_hash(&r.target_url));
         // An external link's `links` row only helps the incremental writer re-crawl the
-        // page (its record is in `backlinks`): a snapshot has none.
-        for rec in records
-            .iter()
-            .filter(|r| self.writer_rows || r.is_internal())
-        {
+        // page (its record is in `backlinks`), and only flow builds read a snapshot's
+        // internal links: it keeps those that carry flow, as their ends.
+        for rec in &records {
+            let row = match self.writer_rows {
+                true => Some(LinkRow::of(rec)),
+                false => LinkRow::in_snapshot(rec),
+            };
+            let Some(row) = row else { continue };
             let key = LinkKey {
                 source: &rec.source_url,
                 target: &rec.target_url,
             };
-            emit_row(emit, &key, &LinkRow::of(rec));
+            emit_row(emit, &key, &row);
         }
         emit_row(emit, &PageKey(&url), &state);
         // A snapshot's records leave their source fields to the page's source row where

@@ -17,8 +17,8 @@ use crate::store::{
     CF_TOP_PAGES,
 };
 use crate::table::{
-    internal_record, is_pointer, source_row_missing, url_row_missing, AnchorKey, BacklinkKey,
-    CountersKey, DistinctKey, MetricsKey, PageKey, RefDomainKey, SourceKey, TableKey,
+    internal_record, is_pointer, links_value_edge, source_row_missing, url_row_missing, AnchorKey,
+    BacklinkKey, CountersKey, DistinctKey, MetricsKey, PageKey, RefDomainKey, SourceKey, TableKey,
 };
 use crate::views::member_rows;
 use rocksdb::{ColumnFamily, Direction, IteratorMode, ReadOptions, DB};
@@ -1058,23 +1058,36 @@ impl ReadView {
         })
     }
 
-    /// Visits every stored link (internal and external, live and deleted): the internal
-    /// ones by source, then the external ones by target.
+    /// Visits every stored link record (internal and external, live and deleted): the
+    /// internal ones by source, then the external ones by target. A snapshot keeps no
+    /// record of its internal links (only the ends of those that carry flow).
     pub fn scan_links(&self, mut visit: impl FnMut(&LinkRecord)) -> Result<()> {
-        self.scan_link_records(&mut |record, source| {
+        let visit = &mut |record: &[u8], source: Option<&SourceRow>| {
             let mut rec = LinkRecord::decode(record)?;
             if let Some(source) = source {
                 rec.set_source(source);
             }
             visit(&rec);
             Ok(())
-        })
+        };
+        self.scan_cf(CF_LINKS, &mut |_, value| match internal_record(value) {
+            Some(record) => visit(record, None),
+            None => Ok(()),
+        })?;
+        self.scan_external_records(visit)
     }
 
     /// Visits what a flow build's graph takes from every link ([`FlowLink`]), without
-    /// decoding the rest of its record.
+    /// decoding the rest of its record: the internal links that carry flow, then every
+    /// external link.
     pub fn scan_flow_links(&self, mut visit: impl FnMut(FlowLink<'_>)) -> Result<()> {
-        self.scan_link_records(&mut |record, source| {
+        self.scan_cf(CF_LINKS, &mut |_, value| {
+            if let Some((source, target)) = links_value_edge(value)? {
+                visit(FlowLink::Edge { source, target });
+            }
+            Ok(())
+        })?;
+        self.scan_external_records(&mut |record, source| {
             let slots = FlowSlots::find(record)?;
             visit(match source {
                 Some(source) => slots.flow_link(&source.url),
@@ -1084,14 +1097,10 @@ impl ReadView {
         })
     }
 
-    /// Visits every link's record once: an internal link's from `links`, an external
-    /// link's from its `backlinks` URL row in this view's generation (its `links` row
-    /// only says it is there), with its source row when it has one.
-    fn scan_link_records(&self, visit: &mut RecordVisitor<'_>) -> Result<()> {
-        self.scan_cf(CF_LINKS, &mut |_, value| match internal_record(value) {
-            Some(record) => visit(record, None),
-            None => Ok(()),
-        })?;
+    /// Visits every external link's record once, from its `backlinks` URL row in this
+    /// view's generation (its `links` row only says it is there), with its source row
+    /// when it has one.
+    fn scan_external_records(&self, visit: &mut RecordVisitor<'_>) -> Result<()> {
         // Read whole when a record first needs them: a snapshot's source rows, about 150
         // bytes a crawled page with external links, held while the links are scanned.
         let mut sources: Option<Vec<(u64, SourceRow)>> = None;

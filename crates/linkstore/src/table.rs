@@ -12,7 +12,7 @@
 use crate::aggregate::RowAnchors;
 use crate::aggregate::{AnchorText, Counters, RefDomain, TimelineDelta};
 use crate::build::Table;
-use crate::codec::{put_ivarint, put_uvarint, Reader};
+use crate::codec::{put_bytes, put_ivarint, put_uvarint, Reader};
 use crate::error::{Error, Result};
 use crate::keys::{self, DistinctKind};
 use crate::metrics::ItemMetrics;
@@ -266,19 +266,26 @@ built_key!(LinkKey<'_>, Table::Links, LinkRow);
 /// `backlinks` URL row; a record's first byte is its version, a small number.
 pub const LINK_AT_TARGET: u8 = 0xB2;
 
+/// First byte of a snapshot's `links` value for an internal link that carries flow: the
+/// link's ends, all that a flow build reads of it (format 26).
+pub const LINK_FLOW_EDGE: u8 = 0xB3;
+
 /// The record a stored `links` value holds: an internal link's; `None` for an external
-/// link's summary.
+/// link's summary and a snapshot's flow edge.
 pub(crate) fn internal_record(value: &[u8]) -> Option<&[u8]> {
     match value {
-        [LINK_AT_TARGET, ..] => None,
+        [LINK_AT_TARGET | LINK_FLOW_EDGE, ..] => None,
         record => Some(record),
     }
 }
 
 /// The flow edge of a stored `links` value, if the value is an internal link's record
-/// and the link carries flow ([`crate::flow_link`]); `None` for an external link, whose
-/// record comes with its `backlinks` URL row.
+/// and the link carries flow ([`crate::flow_link`]), or a snapshot's flow edge; `None`
+/// for an external link, whose record comes with its `backlinks` URL row.
 pub fn links_value_edge(value: &[u8]) -> Result<Option<(&str, &str)>> {
+    if let [LINK_FLOW_EDGE, ends @ ..] = value {
+        return flow_edge(ends).map(Some);
+    }
     match internal_record(value)
         .map(crate::record::flow_link)
         .transpose()?
@@ -288,13 +295,30 @@ pub fn links_value_edge(value: &[u8]) -> Result<Option<(&str, &str)>> {
     }
 }
 
+/// The source and target URLs of a flow edge's value after its first byte.
+fn flow_edge(ends: &[u8]) -> Result<(&str, &str)> {
+    let cf = Table::Links.cf_name();
+    let mut r = Reader::new(ends, cf);
+    let mut url = || {
+        std::str::from_utf8(r.bytes()?)
+            .map_err(|_| Error::corrupt(cf, "flow edge: a URL is not UTF-8"))
+    };
+    let ends = (url()?, url()?);
+    if r.remaining() != 0 {
+        return Err(Error::corrupt(cf, "flow edge: trailing bytes"));
+    }
+    Ok(ends)
+}
+
 /// What a `links` row holds. An internal link's record lives only here; an external
 /// link's lives once, in its `backlinks` row under its target URL, and its `links` row
-/// keeps what a re-crawl needs to rebuild the record of a link seen again.
+/// keeps what a re-crawl needs to rebuild the record of a link seen again. A snapshot
+/// keeps only the internal links that carry flow, as their ends ([`LinkRow::FlowEdge`]).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum LinkRow {
     Internal(EncodedRecord),
     AtTarget(LinkSummary),
+    FlowEdge { source: String, target: String },
 }
 
 /// The part of an external link's record its `links` row keeps: with a crawl that
@@ -334,11 +358,30 @@ impl LinkRow {
         }
     }
 
+    /// A snapshot's row of the link `rec`: an internal link's that carries flow (live and
+    /// followed, [`crate::flow_link`]) as its ends, and none for any other link, whose
+    /// record only the incremental writer or no flow build reads.
+    pub(crate) fn in_snapshot(rec: &LinkRecord) -> Option<LinkRow> {
+        let carries_flow = !rec.is_deleted() && !rec.is_nofollow();
+        (rec.is_internal() && carries_flow).then(|| LinkRow::FlowEdge {
+            source: rec.source_url.clone(),
+            target: rec.target_url.clone(),
+        })
+    }
+
     /// `B2 | deleted u8 | check u64be | first_seen uvar | last_seen uvar |
-    /// redirect_status uvar | history` for an external link.
+    /// redirect_status uvar | history` for an external link; `B3 | source bytes | target
+    /// bytes` for a flow edge.
     pub(crate) fn encode(&self) -> Vec<u8> {
         match self {
             LinkRow::Internal(record) => record.encode(),
+            LinkRow::FlowEdge { source, target } => {
+                let mut v = Vec::with_capacity(3 + source.len() + target.len());
+                v.push(LINK_FLOW_EDGE);
+                put_bytes(&mut v, source.as_bytes());
+                put_bytes(&mut v, target.as_bytes());
+                v
+            }
             LinkRow::AtTarget(summary) => {
                 let mut v = Vec::with_capacity(24);
                 v.push(LINK_AT_TARGET);
@@ -356,6 +399,13 @@ impl LinkRow {
     pub(crate) fn decode(bytes: &[u8]) -> Result<LinkRow> {
         if let Some(record) = internal_record(bytes) {
             return Ok(LinkRow::Internal(EncodedRecord(record.to_vec())));
+        }
+        if let [LINK_FLOW_EDGE, ends @ ..] = bytes {
+            let (source, target) = flow_edge(ends)?;
+            return Ok(LinkRow::FlowEdge {
+                source: source.to_string(),
+                target: target.to_string(),
+            });
         }
         let cf = Table::Links.cf_name();
         let mut r = Reader::new(&bytes[1..], cf);
@@ -901,6 +951,53 @@ mod tests {
         for damaged in [&bytes[..6], &bad_flag[..], &trailing[..]] {
             let err = LinkRow::decode(damaged).unwrap_err().to_string();
             assert!(err.contains("links"), "{err}");
+        }
+    }
+
+    /// A snapshot keeps an internal link that carries flow as its ends, which read back
+    /// as the edge its record gives, and no row for any other link; a damaged edge is
+    /// refused as corruption of `links`.
+    #[test]
+    fn a_snapshot_keeps_the_ends_of_internal_links_that_carry_flow() {
+        let mut rec = LinkRecord {
+            source_url: "http://a.com/".into(),
+            target_url: "http://www.a.com/y".into(),
+            anchor_text: "y".into(),
+            first_seen: 20_000,
+            last_seen: 20_000,
+            ..Default::default()
+        };
+        rec.history.insert(20_000);
+        assert_eq!(LinkRow::in_snapshot(&rec), None, "external");
+        rec.set_flag(crate::record::flags::INTERNAL, true);
+        let row = LinkRow::in_snapshot(&rec).unwrap();
+        let bytes = row.encode();
+        assert_eq!(bytes[0], LINK_FLOW_EDGE);
+        assert_eq!(LinkRow::decode(&bytes).unwrap(), row);
+        assert_eq!(internal_record(&bytes), None);
+        let record = EncodedRecord::of(&rec).encode();
+        assert_eq!(
+            links_value_edge(&bytes).unwrap(),
+            links_value_edge(&record).unwrap()
+        );
+        assert_eq!(
+            links_value_edge(&bytes).unwrap(),
+            Some(("http://a.com/", "http://www.a.com/y"))
+        );
+        for flag in [crate::record::flags::NOFOLLOW, crate::record::flags::DELETED] {
+            let mut without_flow = rec.clone();
+            without_flow.set_flag(flag, true);
+            assert_eq!(LinkRow::in_snapshot(&without_flow), None);
+        }
+
+        let mut trailing = bytes.clone();
+        trailing.push(0);
+        let mut not_utf8 = bytes.clone();
+        not_utf8[2] = 0xff;
+        for damaged in [&bytes[..5], &trailing[..], &not_utf8[..]] {
+            let err = LinkRow::decode(damaged).unwrap_err().to_string();
+            assert!(err.contains("links"), "{err}");
+            assert!(links_value_edge(damaged).is_err());
         }
     }
 
