@@ -12,8 +12,8 @@ use bulkbuild::BuildOptions;
 use flow::{parse_seeds, RankParams, Seed};
 use indexes::{build_historic, DataDir, HistoricBuild, IndexKind};
 use linkstore::{
-    BacklinkQuery, Item, RefDomain, Store, StoreOptions, ALL_CFS, LINK_FLOW_EDGE,
-    MAX_BACKLINK_COUNT, MEMBER_ROW_VERSION, REF_DOMAIN_ROW_VERSION,
+    links_value_edge, BacklinkQuery, Item, RefDomain, Store, StoreOptions, ALL_CFS, LINK_AT_TARGET,
+    LINK_FLOW_EDGE, MAX_BACKLINK_COUNT, MEMBER_ROW_VERSION, REF_DOMAIN_ROW_VERSION,
 };
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -215,11 +215,19 @@ fn a_historic_build_equals_a_bulk_build_then_a_flow_build() {
         for cf in ["urls", "expiry"] {
             assert!(count(&full, cf) > 100 && count(&one, cf) == 0, "{cf}");
         }
-        // Internal links that carry flow stay as their ends (the flow graph reads them).
+        // Internal links that carry flow stay as their ends (the flow graph reads them),
+        // the others go.
         let links = (count(&one, "links"), count(&full, "links"));
         assert!(links.0 > 100 && links.1 > links.0 + 1000, "{links:?}");
-        let edges = one.iter().filter(|r| r.0 == "links");
-        assert!(edges.clone().all(|r| r.2[0] == LINK_FLOW_EDGE));
+        let mut edges = one.iter().filter(|r| r.0 == "links");
+        assert!(edges.all(|r| r.2[0] == LINK_FLOW_EDGE));
+        let internal = full
+            .iter()
+            .filter(|r| r.0 == "links" && r.2[0] != LINK_AT_TARGET);
+        let (carrying, not): (Vec<_>, Vec<_>) =
+            internal.partition(|r| links_value_edge(&r.2).unwrap().is_some());
+        assert_eq!(carrying.len(), links.0);
+        assert!(!not.is_empty(), "every internal link carries flow");
 
         // Whatever the snapshot left out, linked items read the same at each level, and
         // so does every link.

@@ -984,7 +984,10 @@ mod tests {
             links_value_edge(&bytes).unwrap(),
             Some(("http://a.com/", "http://www.a.com/y"))
         );
-        for flag in [crate::record::flags::NOFOLLOW, crate::record::flags::DELETED] {
+        for flag in [
+            crate::record::flags::NOFOLLOW,
+            crate::record::flags::DELETED,
+        ] {
             let mut without_flow = rec.clone();
             without_flow.set_flag(flag, true);
             assert_eq!(LinkRow::in_snapshot(&without_flow), None);
