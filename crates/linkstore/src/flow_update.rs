@@ -58,28 +58,23 @@ const FILE_RAW_BYTES: u64 = 4 << 30;
 
 /// The next generation's backlink rows, written as sorted SST files.
 struct BacklinkFiles {
-    dir: PathBuf,
     /// Rows of the item being read (its hash), to be written in their new order.
     item: Option<u64>,
     rows: Vec<([u8; 26], Vec<u8>)>,
     bytes: usize,
     /// The item's rows outgrew the buffer: the rest go through write batches.
     overflowed: bool,
-    writer: Option<TableFileWriter>,
-    files: Vec<PathBuf>,
+    files: TableFiles,
 }
 
 impl BacklinkFiles {
     fn new(dir: PathBuf) -> Result<BacklinkFiles> {
-        std::fs::create_dir_all(&dir)?;
         Ok(BacklinkFiles {
-            dir,
             item: None,
             rows: Vec::new(),
             bytes: 0,
             overflowed: false,
-            writer: None,
-            files: Vec::new(),
+            files: TableFiles::new(dir, TableFileWriter::create_flow_backlinks)?,
         })
     }
 
@@ -88,19 +83,57 @@ impl BacklinkFiles {
         let mut rows = std::mem::take(&mut self.rows);
         rows.sort_unstable_by_key(|r| r.0);
         for (key, value) in rows.drain(..) {
-            if self.writer.is_none() {
-                let path = self.dir.join(format!("{:06}.sst", self.files.len()));
-                self.writer = Some(TableFileWriter::create_flow_backlinks(&path)?);
-                self.files.push(path);
-            }
-            let writer = self.writer.as_mut().expect("opened above");
-            writer.put(&key, &value)?;
-            if writer.raw_bytes() >= FILE_RAW_BYTES {
-                self.close_file()?;
-            }
+            self.files.put(&key, &value)?;
         }
         self.rows = rows; // keeps its capacity for the next item
         self.bytes = 0;
+        Ok(())
+    }
+
+    /// Writes what is buffered and closes the last file: the files to add (they stay
+    /// until `self` is dropped, so add them first).
+    fn finish(&mut self) -> Result<Vec<PathBuf>> {
+        self.write_item()?;
+        self.files.finish()
+    }
+}
+
+/// One table's files written one after another into a directory, each opened at its
+/// first row and finished at [`FILE_RAW_BYTES`] of raw rows; the directory goes when
+/// this is dropped, so add the files first.
+struct TableFiles {
+    dir: PathBuf,
+    create: fn(&Path) -> Result<TableFileWriter>,
+    writer: Option<TableFileWriter>,
+    files: Vec<PathBuf>,
+}
+
+impl TableFiles {
+    fn new(dir: PathBuf, create: fn(&Path) -> Result<TableFileWriter>) -> Result<TableFiles> {
+        std::fs::create_dir_all(&dir)?;
+        Ok(TableFiles {
+            dir,
+            create,
+            writer: None,
+            files: Vec::new(),
+        })
+    }
+
+    /// The next row, in key order.
+    fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        let writer = match &mut self.writer {
+            Some(w) => w,
+            None => {
+                let path = self.dir.join(format!("{:06}.sst", self.files.len()));
+                let w = (self.create)(&path)?;
+                self.files.push(path);
+                self.writer.insert(w)
+            }
+        };
+        writer.put(key, value)?;
+        if writer.raw_bytes() >= FILE_RAW_BYTES {
+            self.close_file()?;
+        }
         Ok(())
     }
 
@@ -113,16 +146,14 @@ impl BacklinkFiles {
         Ok(())
     }
 
-    /// Writes what is buffered and closes the last file: the files to add (they stay
-    /// until `self` is dropped, so add them first).
+    /// Closes the last file: the files written.
     fn finish(&mut self) -> Result<Vec<PathBuf>> {
-        self.write_item()?;
         self.close_file()?;
         Ok(self.files.clone())
     }
 }
 
-impl Drop for BacklinkFiles {
+impl Drop for TableFiles {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
@@ -297,13 +328,19 @@ impl FlowUpdate<'_> {
         let scratch = ScratchDir::new(scratch_dir(s.path()))?;
         let rows = AtomicU64::new(0);
         let (next, item_buffer_bytes) = (self.next, self.item_buffer_bytes);
-        let (source_checks, source_files) = if s.is_snapshot() {
-            let dir = scratch.0.join("sources");
-            let (checks, files) = SourceChecks::read_and_carry(s, next, &end_of, &dir)?;
-            (Some(checks), files)
-        } else {
-            (None, Vec::new())
+        let mut source_files = TableFiles::new(scratch.0.join("sources"), |path| {
+            TableFileWriter::create(Table::Sources, path)
+        })?;
+        let source_checks = match s.is_snapshot() {
+            true => Some(SourceChecks::read_and_carry(
+                s,
+                next,
+                &end_of,
+                &mut source_files,
+            )?),
+            false => None,
         };
+        let source_paths = source_files.finish()?;
         let results: Vec<Result<(BacklinkFiles, Vec<PathBuf>)>> = std::thread::scope(|scope| {
             let handles: Vec<_> = sources
                 .into_iter()
@@ -357,8 +394,8 @@ impl FlowUpdate<'_> {
             parts_files.push(files);
         }
         s.ingest_table_files(Table::Backlinks, &paths)?;
-        s.ingest_table_files(Table::Sources, &source_files)?;
-        drop(parts_files);
+        s.ingest_table_files(Table::Sources, &source_paths)?;
+        drop((parts_files, source_files));
         drop(scratch);
         // Durable before the switch: everything of the next generation, then the pointer.
         s.flush()?;
@@ -404,17 +441,14 @@ struct SourceChecks(Vec<(u64, u64)>);
 impl SourceChecks {
     /// The checks of the serving generation's source rows; and each row, with the
     /// Citation Flow and topics `end_of` gives its page, written as generation `next`'s
-    /// into table files in `dir` (returned, to add), as its records are.
+    /// into `files`, as its records are.
     fn read_and_carry(
         store: &Store,
         next: u8,
         end_of: &impl Fn(u64, EndName<'_>) -> Option<LinkEnd>,
-        dir: &Path,
-    ) -> Result<(SourceChecks, Vec<PathBuf>)> {
-        std::fs::create_dir_all(dir)?;
+        files: &mut TableFiles,
+    ) -> Result<SourceChecks> {
         let mut checks = Vec::new();
-        let mut files = Vec::new();
-        let mut writer: Option<TableFileWriter> = None;
         store.read().each_source_row(|hash, row| {
             checks.push((hash, row.check()));
             let end = end_of(hash, EndName::Url(&row.url)).unwrap_or_default();
@@ -422,26 +456,9 @@ impl SourceChecks {
                 generation: next,
                 hash,
             };
-            let w = match &mut writer {
-                Some(w) => w,
-                None => {
-                    let path = dir.join(format!("{:06}.sst", files.len()));
-                    files.push(path.clone());
-                    writer.insert(TableFileWriter::create(Table::Sources, &path)?)
-                }
-            };
-            w.put(&key.encode(), &row.with_end(&end).encode())?;
-            if w.is_full(crate::build::FILE_RAW_BYTES) {
-                writer.take().expect("open").finish()?;
-            }
-            Ok(())
+            files.put(&key.encode(), &row.with_end(&end).encode())
         })?;
-        if let Some(w) = writer {
-            if w.finish()?.is_none() {
-                files.pop();
-            }
-        }
-        Ok((SourceChecks(checks), files))
+        Ok(SourceChecks(checks))
     }
 
     /// True when the source row of `hash` has fields whose check is `check`.
