@@ -717,31 +717,25 @@ impl Reducer {
         debug_assert!(items
             .iter()
             .all(|&(level, name)| self.hasher.hash(level, name) == key.item_hash));
-        // A row of the root domain alone, which may read its hosts' backlink rows.
-        let at_hosts = match items {
-            [(Level::RootDomain, domain)] => self
-                .linked_hosts
-                .alias(&self.hasher.key_of(Level::RootDomain, domain))
-                .is_some(),
-            _ => false,
-        };
-        let at_url = key.is_url_row(&self.hasher);
-        // A row of a host (and of its root domain only if that reads its hosts' rows).
-        let (mut host, mut domain_keeps) = (None, false);
+        let url_row = key.url_row(&self.hasher);
+        let at_url = url_row == key;
+        // The row's host, if it stands for one, and whether its root domain, if it stands
+        // for one, reads its hosts' backlink rows.
+        let (mut host, mut domain_reads_hosts) = (None, None);
         for &(level, name) in items {
             match level {
-                Level::SubDomain => {
-                    let url_item = key.url_row(&self.hasher).item_hash;
-                    host = self.host_urls.note(name, url_item);
-                }
+                Level::SubDomain => host = self.host_urls.note(name, url_row.item_hash),
                 Level::RootDomain => {
-                    let domain = self.hasher.key_of(level, name);
-                    domain_keeps = self.linked_hosts.alias(&domain).is_none();
+                    let alias = self.linked_hosts.alias(&self.hasher.key_of(level, name));
+                    domain_reads_hosts = Some(alias.is_some());
                 }
                 Level::Url | Level::Index => {}
             }
         }
-        let left_with = host.filter(|_| !domain_keeps);
+        // A row of the root domain alone, which reads its hosts' rows, is left out; a
+        // host's may be, unless its root domain keeps its own rows.
+        let at_hosts = items.len() == 1 && domain_reads_hosts == Some(true);
+        let left_with = host.filter(|_| domain_reads_hosts != Some(false));
         let items = items.iter().copied();
         target_contributions(&facts, 1, items, &self.hasher, &mut self.sum);
         self.sum.flush_if_full(emit);

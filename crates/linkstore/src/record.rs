@@ -431,7 +431,7 @@ impl<'a> FlowSlots<'a> {
     where
         'a: 'b,
     {
-        if self.flags & (flags::DELETED | flags::NOFOLLOW) == 0 {
+        if carries_flow(self.flags) {
             FlowLink::Edge {
                 source,
                 target: self.target_url,
@@ -477,6 +477,11 @@ impl<'a> FlowSlots<'a> {
         target.put_topics(&mut out, TARGET_TOPICS);
         out
     }
+}
+
+/// Whether a link with these flags carries flow: live and followed.
+fn carries_flow(link_flags: u16) -> bool {
+    link_flags & (flags::DELETED | flags::NOFOLLOW) == 0
 }
 
 /// The flow bytes of a record: both ends' Trust Flow and Citation Flow, but the
@@ -581,6 +586,10 @@ impl LinkRecord {
     }
     pub fn is_internal(&self) -> bool {
         self.flags & flags::INTERNAL != 0
+    }
+    /// True for a link a flow build's graph takes as an edge ([`FlowLink::Edge`]).
+    pub fn carries_flow(&self) -> bool {
+        carries_flow(self.flags)
     }
     /// True for a record whose source URL, address, out-link counts, Citation Flow and
     /// topics are its source page's `sources` row ([`flags::SOURCE_ROW`]): empty here

@@ -362,8 +362,7 @@ impl LinkRow {
     /// followed, [`crate::flow_link`]) as its ends, and none for any other link, whose
     /// record only the incremental writer or no flow build reads.
     pub(crate) fn in_snapshot(rec: &LinkRecord) -> Option<LinkRow> {
-        let carries_flow = !rec.is_deleted() && !rec.is_nofollow();
-        (rec.is_internal() && carries_flow).then(|| LinkRow::FlowEdge {
+        (rec.is_internal() && rec.carries_flow()).then(|| LinkRow::FlowEdge {
             source: rec.source_url.clone(),
             target: rec.target_url.clone(),
         })
