@@ -158,14 +158,13 @@ impl KeptRows {
         format!("{}-{kind}-{}.rows", self.prefix, self.opened)
     }
 
-    /// Keeps the edge of an internal link from its `links` value written to the store,
-    /// if it carries flow (an external link's value holds no record: its edge is kept
-    /// with its `backlinks` URL row).
-    pub(crate) fn put_link(&mut self, value: &[u8]) -> Result<()> {
-        match linkstore::links_value_edge(value)? {
-            Some((source, target)) => self.put_edge(false, source, target),
-            None => Ok(()),
-        }
+    /// Keeps the edges of internal links that carry flow from a `links` row written to
+    /// the store (an external link's row holds no record: its edge is kept with its
+    /// `backlinks` URL row).
+    pub(crate) fn put_link(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        linkstore::links_row_edges(key, value, |source, target| {
+            self.put_edge(false, source, target)
+        })
     }
 
     /// Keeps an edge among the internal or the `external` links' edges.

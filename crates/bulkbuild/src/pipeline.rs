@@ -180,7 +180,7 @@ impl Files {
         let written = w.put(key, value)?;
         let full = w.is_full(self.file_bytes);
         if let (Some(kept), Table::Links, true) = (&mut self.kept, table, written) {
-            kept.put_link(value)?;
+            kept.put_link(key, value)?;
         }
         self.rows_written.bump(&self.progress.rows_written);
         if full {

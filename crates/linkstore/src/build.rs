@@ -38,7 +38,7 @@ use crate::source_row::SourceRow;
 use crate::store::{bottom_file_options, flow_backlink_file_options, has_dictionary};
 use crate::table::{
     row, AnchorKey, BacklinkKey, BuiltKey, Count, CountersKey, DistinctKey, Empty, ExpiryPageKey,
-    LinkKey, LinkRow, PageKey, RankedAnchorKey, RankedRefDomainKey, RefDomainKey,
+    FlowTargets, FlowTargetsKey, LinkKey, LinkRow, PageKey, RankedAnchorKey, RankedRefDomainKey, RefDomainKey,
     SnapshotRefDomainKey, SourceKey, TableKey, TimelineKey, UrlRefKey,
 };
 use crate::views::{
@@ -272,18 +272,17 @@ impl PageRows {
         records.sort_by_key(|r| url_hash(&r.target_url));
         // An external link's `links` row only helps the incremental writer re-crawl the
         // page (its record is in `backlinks`), and only flow builds read a snapshot's
-        // internal links: it keeps those that carry flow, as their ends.
-        for rec in &records {
-            let row = match self.writer_rows {
-                true => Some(LinkRow::of(rec)),
-                false => LinkRow::in_snapshot(rec),
-            };
-            let Some(row) = row else { continue };
-            let key = LinkKey {
-                source: &rec.source_url,
-                target: &rec.target_url,
-            };
-            emit_row(emit, &key, &row);
+        // internal links: it keeps one row of the page's flow targets.
+        if self.writer_rows {
+            for rec in &records {
+                let key = LinkKey {
+                    source: &rec.source_url,
+                    target: &rec.target_url,
+                };
+                emit_row(emit, &key, &LinkRow::of(rec));
+            }
+        } else if let Some(targets) = FlowTargets::of(&records) {
+            emit_row(emit, &FlowTargetsKey(&url), &targets);
         }
         emit_row(emit, &PageKey(&url), &state);
         // A snapshot's records leave their source fields to the page's source row where

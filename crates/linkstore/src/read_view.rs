@@ -17,7 +17,7 @@ use crate::store::{
     CF_TOP_PAGES,
 };
 use crate::table::{
-    internal_record, is_pointer, links_value_edge, source_row_missing, url_row_missing, AnchorKey,
+    internal_record, is_pointer, links_row_edges, source_row_missing, url_row_missing, AnchorKey,
     BacklinkKey, CountersKey, DistinctKey, MetricsKey, PageKey, RefDomainKey, SourceKey, TableKey,
 };
 use crate::views::member_rows;
@@ -1060,7 +1060,7 @@ impl ReadView {
 
     /// Visits every stored link record (internal and external, live and deleted): the
     /// internal ones by source, then the external ones by target. A snapshot keeps no
-    /// record of its internal links (only the ends of those that carry flow).
+    /// record of its internal links (only the targets of those that carry flow).
     pub fn scan_links(&self, mut visit: impl FnMut(&LinkRecord)) -> Result<()> {
         let visit = &mut |record: &[u8], source: Option<&SourceRow>| {
             let mut rec = LinkRecord::decode(record)?;
@@ -1081,11 +1081,11 @@ impl ReadView {
     /// decoding the rest of its record: the internal links that carry flow, then every
     /// external link.
     pub fn scan_flow_links(&self, mut visit: impl FnMut(FlowLink<'_>)) -> Result<()> {
-        self.scan_cf(CF_LINKS, &mut |_, value| {
-            if let Some((source, target)) = links_value_edge(value)? {
+        self.scan_cf(CF_LINKS, &mut |key, value| {
+            links_row_edges(key, value, |source, target| {
                 visit(FlowLink::Edge { source, target });
-            }
-            Ok(())
+                Ok::<_, crate::Error>(())
+            })
         })?;
         self.scan_external_records(&mut |record, source| {
             let slots = FlowSlots::find(record)?;

@@ -266,59 +266,131 @@ built_key!(LinkKey<'_>, Table::Links, LinkRow);
 /// `backlinks` URL row; a record's first byte is its version, a small number.
 pub const LINK_AT_TARGET: u8 = 0xB2;
 
-/// First byte of a snapshot's `links` value for an internal link that carries flow: the
-/// link's ends, all that a flow build reads of it (format 26).
-pub const LINK_FLOW_EDGE: u8 = 0xB3;
+/// First byte of a snapshot's `links` value: the targets of one page's internal links
+/// that carry flow, all that a flow build reads of them (format 27).
+pub const LINK_FLOW_TARGETS: u8 = 0xB4;
 
 /// The record a stored `links` value holds: an internal link's; `None` for an external
-/// link's summary and a snapshot's flow edge.
+/// link's summary and a snapshot's flow targets.
 pub(crate) fn internal_record(value: &[u8]) -> Option<&[u8]> {
     match value {
-        [LINK_AT_TARGET | LINK_FLOW_EDGE, ..] => None,
+        [LINK_AT_TARGET | LINK_FLOW_TARGETS, ..] => None,
         record => Some(record),
     }
 }
 
-/// The flow edge of a stored `links` value, if the value is an internal link's record
-/// and the link carries flow ([`crate::flow_link`]), or a snapshot's flow edge; `None`
-/// for an external link, whose record comes with its `backlinks` URL row.
-pub fn links_value_edge(value: &[u8]) -> Result<Option<(&str, &str)>> {
-    if let [LINK_FLOW_EDGE, ends @ ..] = value {
-        return flow_edge(ends).map(Some);
+/// Visits the flow edges of a stored `links` row: a snapshot's row of a page's flow
+/// targets, one edge per target; an internal link's record, its edge if the link carries
+/// flow ([`crate::flow_link`]); none for an external link, whose record comes with its
+/// `backlinks` URL row.
+pub fn links_row_edges<E: From<Error>>(
+    key: &[u8],
+    value: &[u8],
+    mut visit: impl FnMut(&str, &str) -> std::result::Result<(), E>,
+) -> std::result::Result<(), E> {
+    if value.first() == Some(&LINK_FLOW_TARGETS) {
+        let source = url_of_url_key(key, Table::Links.cf_name())?;
+        return FlowTargets::for_each(value, |target| visit(source, target));
     }
     match internal_record(value)
         .map(crate::record::flow_link)
         .transpose()?
     {
-        Some(crate::FlowLink::Edge { source, target }) => Ok(Some((source, target))),
-        _ => Ok(None),
+        Some(crate::FlowLink::Edge { source, target }) => visit(source, target),
+        _ => Ok(()),
     }
 }
 
-/// The source and target URLs of a flow edge's value after its first byte.
-fn flow_edge(ends: &[u8]) -> Result<(&str, &str)> {
-    let cf = Table::Links.cf_name();
-    let mut r = Reader::new(ends, cf);
-    let mut url = || {
-        std::str::from_utf8(r.bytes()?)
-            .map_err(|_| Error::corrupt(cf, "flow edge: a URL is not UTF-8"))
-    };
-    let ends = (url()?, url()?);
-    if r.remaining() != 0 {
-        return Err(Error::corrupt(cf, "flow edge: trailing bytes"));
+/// `links` in a snapshot: the internal links of one page that carry flow, by the page's
+/// URL (a `url_key`, as in `pages`).
+pub(crate) struct FlowTargetsKey<'a>(pub &'a str);
+
+impl FlowTargetsKey<'_> {
+    fn layout(&self) -> Vec<u8> {
+        keys::url_key(self.0)
     }
-    Ok(ends)
+    fn read_value(&self, bytes: &[u8]) -> Result<FlowTargets> {
+        let mut targets = Vec::new();
+        FlowTargets::for_each(bytes, |t| {
+            targets.push(t.to_string());
+            Ok::<_, Error>(())
+        })?;
+        Ok(FlowTargets(targets))
+    }
+}
+built_key!(FlowTargetsKey<'_>, Table::Links, FlowTargets);
+
+/// The targets of a page's internal links that carry flow (live and followed), in byte
+/// order, without repeats: a snapshot keeps no other internal link (format 27).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct FlowTargets(pub Vec<String>);
+
+impl FlowTargets {
+    /// The flow targets of a page's final link `records`; `None` when it has none.
+    pub(crate) fn of(records: &[LinkRecord]) -> Option<FlowTargets> {
+        let carrying = records.iter().filter(|r| r.is_internal() && r.carries_flow());
+        let mut targets: Vec<String> = carrying.map(|r| r.target_url.clone()).collect();
+        targets.sort_unstable();
+        targets.dedup();
+        (!targets.is_empty()).then_some(FlowTargets(targets))
+    }
+
+    /// `B4 | n uvar | n x (shared uvar | rest bytes)`: each target as the length of the
+    /// prefix it shares with the one before (0 for the first) and the rest of its bytes.
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(2 + self.0.iter().map(|t| t.len() / 2 + 2).sum::<usize>());
+        v.push(LINK_FLOW_TARGETS);
+        put_uvarint(&mut v, self.0.len() as u64);
+        let mut before: &[u8] = &[];
+        for target in &self.0 {
+            let target = target.as_bytes();
+            let shared = before.iter().zip(target).take_while(|(a, b)| a == b).count();
+            put_uvarint(&mut v, shared as u64);
+            put_bytes(&mut v, &target[shared..]);
+            before = target;
+        }
+        v
+    }
+
+    /// Visits the targets of an encoded value ([`FlowTargets::encode`]) in order, each
+    /// rebuilt in one buffer.
+    fn for_each<E: From<Error>>(
+        value: &[u8],
+        mut visit: impl FnMut(&str) -> std::result::Result<(), E>,
+    ) -> std::result::Result<(), E> {
+        let cf = Table::Links.cf_name();
+        let mut r = Reader::new(value, cf);
+        if r.u8()? != LINK_FLOW_TARGETS {
+            return Err(Error::corrupt(cf, "not a page's flow targets").into());
+        }
+        let n = r.uvarint()?;
+        let mut target = Vec::new();
+        for _ in 0..n {
+            let shared = r.uvarint()?;
+            if shared > target.len() as u64 {
+                return Err(Error::corrupt(cf, "flow target: shares more than the one before").into());
+            }
+            target.truncate(shared as usize);
+            target.extend_from_slice(r.bytes()?);
+            let url = std::str::from_utf8(&target)
+                .map_err(|_| Error::corrupt(cf, "flow target: not UTF-8"))?;
+            visit(url)?;
+        }
+        if r.remaining() != 0 {
+            return Err(Error::corrupt(cf, "flow targets: trailing bytes").into());
+        }
+        Ok(())
+    }
 }
 
 /// What a `links` row holds. An internal link's record lives only here; an external
 /// link's lives once, in its `backlinks` row under its target URL, and its `links` row
 /// keeps what a re-crawl needs to rebuild the record of a link seen again. A snapshot
-/// keeps only the internal links that carry flow, as their ends ([`LinkRow::FlowEdge`]).
+/// keeps none of these, but its pages' flow targets ([`FlowTargets`]).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum LinkRow {
     Internal(EncodedRecord),
     AtTarget(LinkSummary),
-    FlowEdge { source: String, target: String },
 }
 
 /// The part of an external link's record its `links` row keeps: with a crawl that
@@ -358,29 +430,11 @@ impl LinkRow {
         }
     }
 
-    /// A snapshot's row of the link `rec`: an internal link's that carries flow (live and
-    /// followed, [`crate::flow_link`]) as its ends, and none for any other link, whose
-    /// record only the incremental writer or no flow build reads.
-    pub(crate) fn in_snapshot(rec: &LinkRecord) -> Option<LinkRow> {
-        (rec.is_internal() && rec.carries_flow()).then(|| LinkRow::FlowEdge {
-            source: rec.source_url.clone(),
-            target: rec.target_url.clone(),
-        })
-    }
-
     /// `B2 | deleted u8 | check u64be | first_seen uvar | last_seen uvar |
-    /// redirect_status uvar | history` for an external link; `B3 | source bytes | target
-    /// bytes` for a flow edge.
+    /// redirect_status uvar | history` for an external link.
     pub(crate) fn encode(&self) -> Vec<u8> {
         match self {
             LinkRow::Internal(record) => record.encode(),
-            LinkRow::FlowEdge { source, target } => {
-                let mut v = Vec::with_capacity(3 + source.len() + target.len());
-                v.push(LINK_FLOW_EDGE);
-                put_bytes(&mut v, source.as_bytes());
-                put_bytes(&mut v, target.as_bytes());
-                v
-            }
             LinkRow::AtTarget(summary) => {
                 let mut v = Vec::with_capacity(24);
                 v.push(LINK_AT_TARGET);
@@ -399,12 +453,13 @@ impl LinkRow {
         if let Some(record) = internal_record(bytes) {
             return Ok(LinkRow::Internal(EncodedRecord(record.to_vec())));
         }
-        if let [LINK_FLOW_EDGE, ends @ ..] = bytes {
-            let (source, target) = flow_edge(ends)?;
-            return Ok(LinkRow::FlowEdge {
-                source: source.to_string(),
-                target: target.to_string(),
-            });
+        if bytes.first() == Some(&LINK_FLOW_TARGETS) {
+            // Only flow builds read a snapshot's links, and nothing writes a snapshot
+            // link by link.
+            return Err(Error::corrupt(
+                Table::Links.cf_name(),
+                "a snapshot's flow targets in a store the writer takes",
+            ));
         }
         let cf = Table::Links.cf_name();
         let mut r = Reader::new(&bytes[1..], cf);
@@ -953,54 +1008,79 @@ mod tests {
         }
     }
 
-    /// A snapshot keeps an internal link that carries flow as its ends, which read back
-    /// as the edge its record gives, and no row for any other link; a damaged edge is
-    /// refused as corruption of `links`.
+    /// A snapshot keeps of a page's links the targets of its internal links that carry
+    /// flow, in byte order and once each, which read back as the edges their records
+    /// give; a damaged row is refused as corruption of `links`, and the writer refuses to
+    /// read one as a link.
     #[test]
-    fn a_snapshot_keeps_the_ends_of_internal_links_that_carry_flow() {
-        let mut rec = LinkRecord {
-            source_url: "http://a.com/".into(),
-            target_url: "http://www.a.com/y".into(),
-            anchor_text: "y".into(),
-            first_seen: 20_000,
-            last_seen: 20_000,
-            ..Default::default()
+    fn a_snapshot_keeps_the_targets_of_a_pages_internal_links_that_carry_flow() {
+        let source = "http://a.com/";
+        let link = |target: &str, flags: &[u16]| {
+            let mut rec = LinkRecord {
+                source_url: source.into(),
+                target_url: target.into(),
+                anchor_text: "y".into(),
+                first_seen: 20_000,
+                last_seen: 20_000,
+                ..Default::default()
+            };
+            rec.history.insert(20_000);
+            for &flag in flags {
+                rec.set_flag(flag, true);
+            }
+            rec
         };
-        rec.history.insert(20_000);
-        assert_eq!(LinkRow::in_snapshot(&rec), None, "external");
-        rec.set_flag(crate::record::flags::INTERNAL, true);
-        let row = LinkRow::in_snapshot(&rec).unwrap();
-        let bytes = row.encode();
-        assert_eq!(bytes[0], LINK_FLOW_EDGE);
-        assert_eq!(LinkRow::decode(&bytes).unwrap(), row);
+        use crate::record::flags::{DELETED, INTERNAL, NOFOLLOW};
+        let records = [
+            link("http://www.a.com/z", &[INTERNAL]),
+            link("http://b.com/", &[]),
+            link("http://www.a.com/y", &[INTERNAL, NOFOLLOW]),
+            link("http://www.a.com/x", &[INTERNAL, DELETED]),
+            link("http://www.a.com/", &[INTERNAL]),
+            link("http://www.a.com/zz", &[INTERNAL]),
+        ];
+        assert_eq!(FlowTargets::of(&records[1..4]), None);
+        let row = FlowTargets::of(&records).unwrap();
+        let key = FlowTargetsKey(source);
+        let (bytes, stored_key) = (FlowTargetsKey::encode_value(&row), key.encode());
+        assert_eq!(bytes[0], LINK_FLOW_TARGETS);
+        assert_eq!(key.decode_value(&bytes).unwrap(), row);
         assert_eq!(internal_record(&bytes), None);
-        let record = EncodedRecord::of(&rec).encode();
+        let edges = |key: &[u8], value: &[u8]| {
+            let mut edges = Vec::new();
+            links_row_edges(key, value, |s, t| {
+                edges.push((s.to_string(), t.to_string()));
+                Ok::<_, Error>(())
+            })
+            .map(|()| edges)
+        };
+        let from_records: Vec<_> = records
+            .iter()
+            .filter(|r| r.is_internal())
+            .flat_map(|r| edges(&[], &EncodedRecord::of(r).encode()).unwrap())
+            .collect();
+        let mut expected = from_records.clone();
+        expected.sort();
+        assert_eq!(edges(&stored_key, &bytes).unwrap(), expected);
         assert_eq!(
-            links_value_edge(&bytes).unwrap(),
-            links_value_edge(&record).unwrap()
+            expected.iter().map(|e| e.1.as_str()).collect::<Vec<_>>(),
+            ["http://www.a.com/", "http://www.a.com/z", "http://www.a.com/zz"]
         );
-        assert_eq!(
-            links_value_edge(&bytes).unwrap(),
-            Some(("http://a.com/", "http://www.a.com/y"))
-        );
-        for flag in [
-            crate::record::flags::NOFOLLOW,
-            crate::record::flags::DELETED,
-        ] {
-            let mut without_flow = rec.clone();
-            without_flow.set_flag(flag, true);
-            assert_eq!(LinkRow::in_snapshot(&without_flow), None);
-        }
+        let err = LinkRow::decode(&bytes).unwrap_err().to_string();
+        assert!(err.contains("writer"), "{err}");
 
         let mut trailing = bytes.clone();
         trailing.push(0);
         let mut not_utf8 = bytes.clone();
-        not_utf8[2] = 0xff;
-        for damaged in [&bytes[..5], &trailing[..], &not_utf8[..]] {
-            let err = LinkRow::decode(damaged).unwrap_err().to_string();
+        let last = not_utf8.len() - 1;
+        not_utf8[last] = 0xff;
+        let mut shares_too_much = bytes.clone();
+        shares_too_much[2] = 1;
+        for damaged in [&bytes[..5], &trailing[..], &not_utf8[..], &shares_too_much[..]] {
+            let err = edges(&stored_key, damaged).unwrap_err().to_string();
             assert!(err.contains("links"), "{err}");
-            assert!(links_value_edge(damaged).is_err());
         }
+        assert!(edges(&stored_key[..4], &bytes).is_err(), "a short key");
     }
 
     #[test]

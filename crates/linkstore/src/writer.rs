@@ -855,7 +855,6 @@ impl<'a> Writer<'a> {
                 let rec = match LinkRow::decode(&v)? {
                     LinkRow::Internal(record) => record.decode()?,
                     LinkRow::AtTarget(_) => self.external_link(key)?,
-                    LinkRow::FlowEdge { .. } => return Err(flow_edge_met()),
                 };
                 expired.insert(*key, rec);
             }
@@ -955,7 +954,6 @@ impl<'a> Writer<'a> {
         while let Some((key, value)) = it.item() {
             match LinkRow::decode(value)? {
                 LinkRow::Internal(record) => out.push(record.decode()?),
-                LinkRow::FlowEdge { .. } => return Err(flow_edge_met()),
                 LinkRow::AtTarget(summary) => {
                     let link = key
                         .try_into()
@@ -2061,15 +2059,6 @@ fn read_url_metrics<'u>(
         flows.insert(url.to_string(), f);
     }
     Ok(())
-}
-
-/// What the writer finds in a snapshot's `links` rows, which it never takes
-/// ([`crate::Store::writer`] refuses a snapshot).
-fn flow_edge_met() -> crate::Error {
-    crate::Error::corrupt(
-        CF_LINKS,
-        "a snapshot's flow edge in a store the writer takes",
-    )
 }
 
 #[cfg(test)]
