@@ -22,6 +22,7 @@
 
 use crate::error::Result;
 use crate::sorter::{RunCodec, RunReader, RunWriter};
+use linkstore::build::Table;
 use linkstore::FlowLink;
 use std::path::{Path, PathBuf};
 
@@ -158,11 +159,17 @@ impl KeptRows {
         format!("{}-{kind}-{}.rows", self.prefix, self.opened)
     }
 
-    /// Keeps the edges of internal links that carry flow from a `links` row written to
-    /// the store (an external link's row holds no record: its edge is kept with its
-    /// `backlinks` URL row).
-    pub(crate) fn put_link(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
-        linkstore::links_row_edges(key, value, |source, target| {
+    /// Keeps the edges of internal links that carry flow from a row of `table` written
+    /// to the store: an internal link's `links` row, or a snapshot's `pages` row of its
+    /// page's flow targets (an external link's row holds no record: its edge is kept
+    /// with its `backlinks` URL row).
+    pub(crate) fn put_internal_edges(
+        &mut self,
+        table: Table,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<()> {
+        linkstore::row_flow_edges(table, key, value, |source, target| {
             self.put_edge(false, source, target)
         })
     }

@@ -179,8 +179,8 @@ impl Files {
         let w = self.open.get_mut(&table).expect("opened above");
         let written = w.put(key, value)?;
         let full = w.is_full(self.file_bytes);
-        if let (Some(kept), Table::Links, true) = (&mut self.kept, table, written) {
-            kept.put_link(key, value)?;
+        if let (Some(kept), Table::Links | Table::Pages, true) = (&mut self.kept, table, written) {
+            kept.put_internal_edges(table, key, value)?;
         }
         self.rows_written.bump(&self.progress.rows_written);
         if full {

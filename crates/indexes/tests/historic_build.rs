@@ -12,8 +12,8 @@ use bulkbuild::BuildOptions;
 use flow::{parse_seeds, RankParams, Seed};
 use indexes::{build_historic, DataDir, HistoricBuild, IndexKind};
 use linkstore::{
-    links_row_edges, BacklinkQuery, Item, RefDomain, Store, StoreOptions, ALL_CFS, LINK_AT_TARGET,
-    LINK_FLOW_TARGETS, MAX_BACKLINK_COUNT, MEMBER_ROW_VERSION, REF_DOMAIN_ROW_VERSION,
+    build::Table, row_flow_edges, BacklinkQuery, Item, PageState, RefDomain, Store, StoreOptions,
+    ALL_CFS, LINK_AT_TARGET, MAX_BACKLINK_COUNT, MEMBER_ROW_VERSION, REF_DOMAIN_ROW_VERSION,
 };
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -139,8 +139,8 @@ fn a_historic_build_equals_a_bulk_build_then_a_flow_build() {
         // a few linked URLs, with a `BacklinkUrl` row for each URL; its records leave the
         // fields they share with their source page to the page's `sources` row; its
         // referring-domain rows keep their counts but not their anchor texts; and its
-        // internal links that carry flow are a row of targets per page, the others left
-        // out.
+        // internal links that carry flow are their targets in their page's row, the
+        // others left out.
         let full_store = in_two_passes(&case.join("full"), &files, &seeds, &opts);
         let full = rows(&full_store);
         let (in_full, in_one): (HashSet<_>, HashSet<_>) =
@@ -152,7 +152,7 @@ fn a_historic_build_equals_a_bulk_build_then_a_flow_build() {
                     || row.0 == "sources"
                     || has_source_row(row)
                     || row.0 == "refdomains"
-                    || (row.0 == "links" && row.2.first() == Some(&LINK_FLOW_TARGETS))
+                    || has_flow_targets(row)
             }),
             "a snapshot row is new"
         );
@@ -201,6 +201,7 @@ fn a_historic_build_equals_a_bulk_build_then_a_flow_build() {
         );
         assert!(count(&one, "backlinks") < count(&full, "backlinks"));
         let left_out = [
+            "pages",
             "distinct",
             "urls",
             "expiry",
@@ -220,8 +221,13 @@ fn a_historic_build_equals_a_bulk_build_then_a_flow_build() {
         // reads them), the others go.
         let edges = |rows: &Rows| {
             let mut edges = Vec::new();
-            for (_, k, v) in rows.iter().filter(|r| r.0 == "links") {
-                links_row_edges(k, v, |s, t| {
+            for (cf, k, v) in rows {
+                let table = match *cf {
+                    "links" => Table::Links,
+                    "pages" => Table::Pages,
+                    _ => continue,
+                };
+                row_flow_edges(table, k, v, |s, t| {
                     edges.push((s.to_string(), t.to_string()));
                     Ok::<_, linkstore::Error>(())
                 })
@@ -231,14 +237,18 @@ fn a_historic_build_equals_a_bulk_build_then_a_flow_build() {
             edges
         };
         let (kept, carrying) = (edges(&one), edges(&full));
-        let pages = one.iter().filter(|r| r.0 == "links");
-        assert!(pages.clone().all(|r| r.2[0] == LINK_FLOW_TARGETS));
-        assert!(kept.len() > 2 * pages.count(), "a row per page, not per link");
+        let with_targets = one.iter().filter(has_flow_targets).count();
+        assert!(kept.len() > 2 * with_targets, "{} pages", with_targets);
         assert!(kept.len() > 100 && kept == carrying, "{} edges", kept.len());
+        assert_eq!(count(&one, "links"), 0);
+        assert_eq!(count(&one, "pages"), count(&full, "pages"));
         let internal = full
             .iter()
             .filter(|r| r.0 == "links" && r.2[0] != LINK_AT_TARGET);
-        assert!(internal.count() > carrying.len(), "every internal link carries flow");
+        assert!(
+            internal.count() > carrying.len(),
+            "every internal link carries flow"
+        );
 
         // Whatever the snapshot left out, linked items read the same at each level, and
         // so does every link.
@@ -357,6 +367,11 @@ fn is_member((cf, key, _): &&(&str, Vec<u8>, Vec<u8>), level: u8, kind: u8) -> b
             .iter()
             .position(|&b| b == 0)
             .is_some_and(|end| key.get(9 + end + 1) == Some(&kind))
+}
+
+/// Whether a row is a snapshot's `pages` row with flow targets after the page's state.
+fn has_flow_targets((cf, _, value): &&(&str, Vec<u8>, Vec<u8>)) -> bool {
+    *cf == "pages" && value.len() > PageState::decode(value).unwrap().encode().len()
 }
 
 /// Whether a row is a `backlinks` URL row whose record leaves its source fields to a

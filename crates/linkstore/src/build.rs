@@ -38,8 +38,9 @@ use crate::source_row::SourceRow;
 use crate::store::{bottom_file_options, flow_backlink_file_options, has_dictionary};
 use crate::table::{
     row, AnchorKey, BacklinkKey, BuiltKey, Count, CountersKey, DistinctKey, Empty, ExpiryPageKey,
-    FlowTargets, FlowTargetsKey, LinkKey, LinkRow, PageKey, RankedAnchorKey, RankedRefDomainKey, RefDomainKey,
-    SnapshotRefDomainKey, SourceKey, TableKey, TimelineKey, UrlRefKey,
+    FlowTargets, LinkKey, LinkRow, PageKey, RankedAnchorKey, RankedRefDomainKey, RefDomainKey,
+    SnapshotPage, SnapshotPageKey, SnapshotRefDomainKey, SourceKey, TableKey, TimelineKey,
+    UrlRefKey,
 };
 use crate::views::{
     distinct_counters, link_contributions, out_domain_counters, page_out_domains,
@@ -272,7 +273,7 @@ impl PageRows {
         records.sort_by_key(|r| url_hash(&r.target_url));
         // An external link's `links` row only helps the incremental writer re-crawl the
         // page (its record is in `backlinks`), and only flow builds read a snapshot's
-        // internal links: it keeps one row of the page's flow targets.
+        // internal links: its page row keeps the targets of those that carry flow.
         if self.writer_rows {
             for rec in &records {
                 let key = LinkKey {
@@ -281,10 +282,14 @@ impl PageRows {
                 };
                 emit_row(emit, &key, &LinkRow::of(rec));
             }
-        } else if let Some(targets) = FlowTargets::of(&records) {
-            emit_row(emit, &FlowTargetsKey(&url), &targets);
+            emit_row(emit, &PageKey(&url), &state);
+        } else {
+            let page = SnapshotPage {
+                state,
+                flow_targets: FlowTargets::of(&records),
+            };
+            emit_row(emit, &SnapshotPageKey(&url), &page);
         }
-        emit_row(emit, &PageKey(&url), &state);
         // A snapshot's records leave their source fields to the page's source row where
         // they equal it (a flow build tells them apart).
         if !self.writer_rows {

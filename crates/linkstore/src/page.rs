@@ -158,14 +158,22 @@ impl PageState {
         out
     }
 
+    /// Reads the state a `pages` value starts with (a snapshot's goes on with its page's
+    /// flow targets, which [`PageState::decode_prefix`] hands back).
     pub fn decode(buf: &[u8]) -> Result<PageState> {
+        Self::decode_prefix(buf).map(|(state, _)| state)
+    }
+
+    /// The state a `pages` value starts with, and the bytes after it.
+    pub(crate) fn decode_prefix(buf: &[u8]) -> Result<(PageState, &[u8])> {
         let mut r = Reader::new(buf, "pages");
         r.version(PAGE_VERSION)?;
-        Ok(PageState {
+        let state = PageState {
             first_fetch: r.ivarint()?,
             last_fetch: r.ivarint()?,
             last_status: r.u32v()? as u16,
-        })
+        };
+        Ok((state, &buf[buf.len() - r.remaining()..]))
     }
 }
 

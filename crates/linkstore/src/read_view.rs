@@ -1,6 +1,7 @@
 //! What readers see: an owned, consistent view of a store, and every read path.
 
 use crate::aggregate::{AnchorText, Counters, Ranked, RefDomain, TimelineDelta};
+use crate::build::Table;
 use crate::error::{Error, Result};
 use crate::item::{host_of, root_domain, Item, Level};
 use crate::keys::link_hashes;
@@ -17,7 +18,7 @@ use crate::store::{
     CF_TOP_PAGES,
 };
 use crate::table::{
-    internal_record, is_pointer, links_row_edges, source_row_missing, url_row_missing, AnchorKey,
+    internal_record, is_pointer, row_flow_edges, source_row_missing, url_row_missing, AnchorKey,
     BacklinkKey, CountersKey, DistinctKey, MetricsKey, PageKey, RefDomainKey, SourceKey, TableKey,
 };
 use crate::views::member_rows;
@@ -1081,12 +1082,15 @@ impl ReadView {
     /// decoding the rest of its record: the internal links that carry flow, then every
     /// external link.
     pub fn scan_flow_links(&self, mut visit: impl FnMut(FlowLink<'_>)) -> Result<()> {
-        self.scan_cf(CF_LINKS, &mut |key, value| {
-            links_row_edges(key, value, |source, target| {
-                visit(FlowLink::Edge { source, target });
-                Ok::<_, crate::Error>(())
-            })
-        })?;
+        // A snapshot's internal edges are its pages' flow targets.
+        for table in [Table::Links, Table::Pages] {
+            self.scan_cf(table.cf_name(), &mut |key, value| {
+                row_flow_edges(table, key, value, |source, target| {
+                    visit(FlowLink::Edge { source, target });
+                    Ok::<_, crate::Error>(())
+                })
+            })?;
+        }
         self.scan_external_records(&mut |record, source| {
             let slots = FlowSlots::find(record)?;
             visit(match source {

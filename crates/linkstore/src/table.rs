@@ -266,59 +266,97 @@ built_key!(LinkKey<'_>, Table::Links, LinkRow);
 /// `backlinks` URL row; a record's first byte is its version, a small number.
 pub const LINK_AT_TARGET: u8 = 0xB2;
 
-/// First byte of a snapshot's `links` value: the targets of one page's internal links
-/// that carry flow, all that a flow build reads of them (format 27).
-pub const LINK_FLOW_TARGETS: u8 = 0xB4;
-
 /// The record a stored `links` value holds: an internal link's; `None` for an external
-/// link's summary and a snapshot's flow targets.
+/// link's summary.
 pub(crate) fn internal_record(value: &[u8]) -> Option<&[u8]> {
     match value {
-        [LINK_AT_TARGET | LINK_FLOW_TARGETS, ..] => None,
+        [LINK_AT_TARGET, ..] => None,
         record => Some(record),
     }
 }
 
-/// Visits the flow edges of a stored `links` row: a snapshot's row of a page's flow
-/// targets, one edge per target; an internal link's record, its edge if the link carries
-/// flow ([`crate::flow_link`]); none for an external link, whose record comes with its
-/// `backlinks` URL row.
-pub fn links_row_edges<E: From<Error>>(
+/// First byte of a snapshot page's flow targets, after its state in its `pages` value.
+pub const PAGE_FLOW_TARGETS: u8 = 0xB4;
+
+/// Visits the flow edges a stored row of `table` holds: of a `links` row, an internal
+/// link's record, its edge if the link carries flow ([`crate::flow_link`]), and none
+/// for an external link, whose record comes with its `backlinks` URL row; of a
+/// snapshot's `pages` row, one edge per flow target of the page. Rows of other tables
+/// hold none.
+pub fn row_flow_edges<E: From<Error>>(
+    table: Table,
     key: &[u8],
     value: &[u8],
     mut visit: impl FnMut(&str, &str) -> std::result::Result<(), E>,
 ) -> std::result::Result<(), E> {
-    if value.first() == Some(&LINK_FLOW_TARGETS) {
-        let source = url_of_url_key(key, Table::Links.cf_name())?;
-        return FlowTargets::for_each(value, |target| visit(source, target));
-    }
-    match internal_record(value)
-        .map(crate::record::flow_link)
-        .transpose()?
-    {
-        Some(crate::FlowLink::Edge { source, target }) => visit(source, target),
+    match table {
+        Table::Links => match internal_record(value)
+            .map(crate::record::flow_link)
+            .transpose()?
+        {
+            Some(crate::FlowLink::Edge { source, target }) => visit(source, target),
+            _ => Ok(()),
+        },
+        Table::Pages => {
+            let (_, targets) = PageState::decode_prefix(value)?;
+            if targets.is_empty() {
+                return Ok(());
+            }
+            let source = PageKey::parse(key)?.0;
+            FlowTargets::for_each(targets, |target| visit(source, target))
+        }
         _ => Ok(()),
     }
 }
 
-/// `links` in a snapshot: the internal links of one page that carry flow, by the page's
-/// URL (a `url_key`, as in `pages`).
-pub(crate) struct FlowTargetsKey<'a>(pub &'a str);
+/// `pages` in a snapshot: a crawled page's state and its flow targets (format 28), by
+/// URL as [`PageKey`], which reads the state alone.
+pub(crate) struct SnapshotPageKey<'a>(pub &'a str);
 
-impl FlowTargetsKey<'_> {
+impl SnapshotPageKey<'_> {
     fn layout(&self) -> Vec<u8> {
         keys::url_key(self.0)
     }
-    fn read_value(&self, bytes: &[u8]) -> Result<FlowTargets> {
-        let mut targets = Vec::new();
-        FlowTargets::for_each(bytes, |t| {
-            targets.push(t.to_string());
-            Ok::<_, Error>(())
-        })?;
-        Ok(FlowTargets(targets))
+    fn read_value(&self, bytes: &[u8]) -> Result<SnapshotPage> {
+        let (state, rest) = PageState::decode_prefix(bytes)?;
+        let flow_targets = match rest {
+            [] => None,
+            rest => {
+                let mut targets = Vec::new();
+                FlowTargets::for_each(rest, |t| {
+                    targets.push(t.to_string());
+                    Ok::<_, Error>(())
+                })?;
+                Some(FlowTargets(targets))
+            }
+        };
+        Ok(SnapshotPage {
+            state,
+            flow_targets,
+        })
     }
 }
-built_key!(FlowTargetsKey<'_>, Table::Links, FlowTargets);
+built_key!(SnapshotPageKey<'_>, Table::Pages, SnapshotPage);
+
+/// A snapshot's `pages` value: the page's state, then the targets of its internal links
+/// that carry flow when it has some. A snapshot keeps no other internal link: only flow
+/// builds read them, and only as edges.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SnapshotPage {
+    pub state: PageState,
+    pub flow_targets: Option<FlowTargets>,
+}
+
+impl SnapshotPage {
+    /// `page state | flow targets, if any` ([`FlowTargets::encode`]).
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let mut v = self.state.encode();
+        if let Some(targets) = &self.flow_targets {
+            targets.encode_into(&mut v);
+        }
+        v
+    }
+}
 
 /// The targets of a page's internal links that carry flow (live and followed), in byte
 /// order, without repeats: a snapshot keeps no other internal link (format 27).
@@ -328,7 +366,9 @@ pub(crate) struct FlowTargets(pub Vec<String>);
 impl FlowTargets {
     /// The flow targets of a page's final link `records`; `None` when it has none.
     pub(crate) fn of(records: &[LinkRecord]) -> Option<FlowTargets> {
-        let carrying = records.iter().filter(|r| r.is_internal() && r.carries_flow());
+        let carrying = records
+            .iter()
+            .filter(|r| r.is_internal() && r.carries_flow());
         let mut targets: Vec<String> = carrying.map(|r| r.target_url.clone()).collect();
         targets.sort_unstable();
         targets.dedup();
@@ -337,30 +377,32 @@ impl FlowTargets {
 
     /// `B4 | n uvar | n x (shared uvar | rest bytes)`: each target as the length of the
     /// prefix it shares with the one before (0 for the first) and the rest of its bytes.
-    pub(crate) fn encode(&self) -> Vec<u8> {
-        let mut v = Vec::with_capacity(2 + self.0.iter().map(|t| t.len() / 2 + 2).sum::<usize>());
-        v.push(LINK_FLOW_TARGETS);
-        put_uvarint(&mut v, self.0.len() as u64);
+    fn encode_into(&self, v: &mut Vec<u8>) {
+        v.push(PAGE_FLOW_TARGETS);
+        put_uvarint(v, self.0.len() as u64);
         let mut before: &[u8] = &[];
         for target in &self.0 {
             let target = target.as_bytes();
-            let shared = before.iter().zip(target).take_while(|(a, b)| a == b).count();
-            put_uvarint(&mut v, shared as u64);
-            put_bytes(&mut v, &target[shared..]);
+            let shared = before
+                .iter()
+                .zip(target)
+                .take_while(|(a, b)| a == b)
+                .count();
+            put_uvarint(v, shared as u64);
+            put_bytes(v, &target[shared..]);
             before = target;
         }
-        v
     }
 
-    /// Visits the targets of an encoded value ([`FlowTargets::encode`]) in order, each
-    /// rebuilt in one buffer.
+    /// Visits the targets of encoded flow targets ([`FlowTargets::encode_into`]) in
+    /// order, each rebuilt in one buffer.
     fn for_each<E: From<Error>>(
         value: &[u8],
         mut visit: impl FnMut(&str) -> std::result::Result<(), E>,
     ) -> std::result::Result<(), E> {
-        let cf = Table::Links.cf_name();
+        let cf = Table::Pages.cf_name();
         let mut r = Reader::new(value, cf);
-        if r.u8()? != LINK_FLOW_TARGETS {
+        if r.u8()? != PAGE_FLOW_TARGETS {
             return Err(Error::corrupt(cf, "not a page's flow targets").into());
         }
         let n = r.uvarint()?;
@@ -368,7 +410,9 @@ impl FlowTargets {
         for _ in 0..n {
             let shared = r.uvarint()?;
             if shared > target.len() as u64 {
-                return Err(Error::corrupt(cf, "flow target: shares more than the one before").into());
+                return Err(
+                    Error::corrupt(cf, "flow target: shares more than the one before").into(),
+                );
             }
             target.truncate(shared as usize);
             target.extend_from_slice(r.bytes()?);
@@ -452,14 +496,6 @@ impl LinkRow {
     pub(crate) fn decode(bytes: &[u8]) -> Result<LinkRow> {
         if let Some(record) = internal_record(bytes) {
             return Ok(LinkRow::Internal(EncodedRecord(record.to_vec())));
-        }
-        if bytes.first() == Some(&LINK_FLOW_TARGETS) {
-            // Only flow builds read a snapshot's links, and nothing writes a snapshot
-            // link by link.
-            return Err(Error::corrupt(
-                Table::Links.cf_name(),
-                "a snapshot's flow targets in a store the writer takes",
-            ));
         }
         let cf = Table::Links.cf_name();
         let mut r = Reader::new(&bytes[1..], cf);
@@ -1009,11 +1045,11 @@ mod tests {
     }
 
     /// A snapshot keeps of a page's links the targets of its internal links that carry
-    /// flow, in byte order and once each, which read back as the edges their records
-    /// give; a damaged row is refused as corruption of `links`, and the writer refuses to
-    /// read one as a link.
+    /// flow, in byte order and once each, after the page's state in its `pages` row: they
+    /// read back as the edges their records give, the state as a page's; a damaged row is
+    /// refused as corruption of `pages`.
     #[test]
-    fn a_snapshot_keeps_the_targets_of_a_pages_internal_links_that_carry_flow() {
+    fn a_snapshot_page_keeps_the_targets_of_its_internal_links_that_carry_flow() {
         let source = "http://a.com/";
         let link = |target: &str, flags: &[u16]| {
             let mut rec = LinkRecord {
@@ -1040,15 +1076,23 @@ mod tests {
             link("http://www.a.com/zz", &[INTERNAL]),
         ];
         assert_eq!(FlowTargets::of(&records[1..4]), None);
-        let row = FlowTargets::of(&records).unwrap();
-        let key = FlowTargetsKey(source);
-        let (bytes, stored_key) = (FlowTargetsKey::encode_value(&row), key.encode());
-        assert_eq!(bytes[0], LINK_FLOW_TARGETS);
-        assert_eq!(key.decode_value(&bytes).unwrap(), row);
-        assert_eq!(internal_record(&bytes), None);
-        let edges = |key: &[u8], value: &[u8]| {
+        let state = PageState {
+            first_fetch: 1_700_000_000,
+            last_fetch: 1_700_086_400,
+            last_status: 200,
+        };
+        let page = SnapshotPage {
+            state,
+            flow_targets: FlowTargets::of(&records),
+        };
+        let key = SnapshotPageKey(source);
+        let (bytes, stored_key) = (SnapshotPageKey::encode_value(&page), key.encode());
+        assert_eq!(key.decode_value(&bytes).unwrap(), page);
+        assert_eq!(PageKey(source).decode_value(&bytes).unwrap(), state);
+        assert_eq!(stored_key, PageKey(source).encode());
+        let edges = |table: Table, key: &[u8], value: &[u8]| {
             let mut edges = Vec::new();
-            links_row_edges(key, value, |s, t| {
+            row_flow_edges(table, key, value, |s, t| {
                 edges.push((s.to_string(), t.to_string()));
                 Ok::<_, Error>(())
             })
@@ -1057,30 +1101,56 @@ mod tests {
         let from_records: Vec<_> = records
             .iter()
             .filter(|r| r.is_internal())
-            .flat_map(|r| edges(&[], &EncodedRecord::of(r).encode()).unwrap())
+            .flat_map(|r| edges(Table::Links, &[], &EncodedRecord::of(r).encode()).unwrap())
             .collect();
         let mut expected = from_records.clone();
         expected.sort();
-        assert_eq!(edges(&stored_key, &bytes).unwrap(), expected);
+        assert_eq!(edges(Table::Pages, &stored_key, &bytes).unwrap(), expected);
         assert_eq!(
             expected.iter().map(|e| e.1.as_str()).collect::<Vec<_>>(),
-            ["http://www.a.com/", "http://www.a.com/z", "http://www.a.com/zz"]
+            [
+                "http://www.a.com/",
+                "http://www.a.com/z",
+                "http://www.a.com/zz"
+            ]
         );
-        let err = LinkRow::decode(&bytes).unwrap_err().to_string();
-        assert!(err.contains("writer"), "{err}");
+        let no_targets = SnapshotPage {
+            state,
+            flow_targets: None,
+        };
+        let bare = SnapshotPageKey::encode_value(&no_targets);
+        assert_eq!(bare, state.encode(), "a page row as any store's");
+        assert_eq!(key.decode_value(&bare).unwrap(), no_targets);
+        assert!(edges(Table::Pages, &stored_key, &bare).unwrap().is_empty());
 
+        let at = state.encode().len();
         let mut trailing = bytes.clone();
         trailing.push(0);
         let mut not_utf8 = bytes.clone();
         let last = not_utf8.len() - 1;
         not_utf8[last] = 0xff;
         let mut shares_too_much = bytes.clone();
-        shares_too_much[2] = 1;
-        for damaged in [&bytes[..5], &trailing[..], &not_utf8[..], &shares_too_much[..]] {
-            let err = edges(&stored_key, damaged).unwrap_err().to_string();
-            assert!(err.contains("links"), "{err}");
+        shares_too_much[at + 2] = 1;
+        let mut untagged = bytes.clone();
+        untagged[at] = 0;
+        let damaged = [
+            &bytes[..at + 5],
+            &trailing[..],
+            &not_utf8[..],
+            &shares_too_much[..],
+            &untagged[..],
+        ];
+        for damaged in damaged {
+            let err = edges(Table::Pages, &stored_key, damaged)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("pages"), "{err}");
+            assert!(key.decode_value(damaged).is_err());
         }
-        assert!(edges(&stored_key[..4], &bytes).is_err(), "a short key");
+        assert!(
+            edges(Table::Pages, &stored_key[..4], &bytes).is_err(),
+            "a short key"
+        );
     }
 
     #[test]
