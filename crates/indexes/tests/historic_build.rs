@@ -140,7 +140,7 @@ fn a_historic_build_equals_a_bulk_build_then_a_flow_build() {
         // fields they share with their source page to the page's `sources` row; its
         // referring-domain rows keep their counts but not their anchor texts; and its
         // internal links that carry flow are their targets in their page's row, the
-        // others left out.
+        // others left out; and its items with few backlinks keep no timeline rows.
         let full_store = in_two_passes(&case.join("full"), &files, &seeds, &opts);
         let full = rows(&full_store);
         let (in_full, in_one): (HashSet<_>, HashSet<_>) =
@@ -208,10 +208,17 @@ fn a_historic_build_equals_a_bulk_build_then_a_flow_build() {
             "links",
             "backlinks",
             "refdomains",
+            "timeline",
         ];
         assert!(in_full
             .difference(&in_one)
             .all(|(cf, ..)| left_out.contains(cf)));
+        // Items with few backlinks keep no timeline rows; the others keep theirs.
+        let timeline = (count(&one, "timeline"), count(&full, "timeline"));
+        assert!(
+            timeline.0 > 10 && timeline.1 > 2 * timeline.0,
+            "{timeline:?}"
+        );
         assert!(count(&full, "distinct") > 2 * count(&one, "distinct"));
         assert!(count(&one, "distinct") > 0, "the index's hosting rows stay");
         for cf in ["urls", "expiry"] {
@@ -268,6 +275,17 @@ fn a_historic_build_equals_a_bulk_build_then_a_flow_build() {
         for item in &items {
             assert_eq!(reads(&snapshot, item), reads(&full_store, item), "{item:?}");
         }
+        // Among them, small items whose timelines lost links on other days than they found
+        // them.
+        let read = snapshot.read();
+        let lost_later = items.iter().filter(|item| {
+            let counters = read.counters(item).unwrap().unwrap_or_default();
+            let timeline = read.timeline(item, 0, u32::MAX).unwrap();
+            counters.ext_backlinks <= 64
+                && timeline.len() > 1
+                && timeline.iter().any(|p| p.lost > 0)
+        });
+        assert!(lost_later.count() > 10);
         // Every external link, and what a flow build reads of every link.
         let links = |store: &Store| {
             let mut links = Vec::new();
@@ -408,14 +426,20 @@ fn reads(store: &Store, item: &Item) -> Vec<String> {
         max_per_ref_domain: Some(1),
         ..all.clone()
     };
+    // A snapshot's small item works its timeline out from its records: whole, one day,
+    // and a range that ends before it starts.
+    let timeline = read.timeline(item, 0, u32::MAX).unwrap();
+    let last_day = timeline.last().map_or(0, |p| p.day);
     vec![
+        format!("{timeline:?}"),
+        format!("{:?}", read.timeline(item, last_day, last_day).unwrap()),
+        format!("{:?}", read.timeline(item, last_day + 1, last_day).unwrap()),
         format!("{:?}", read.counters(item).unwrap()),
         format!("{:?}", read.metrics(item).unwrap()),
         format!("{:?}", read.backlinks(item, &all).unwrap()),
         format!("{:?}", read.backlinks(item, &one_per_domain).unwrap()),
         format!("{:?}", read.ref_domains(item, 0, 100_000).unwrap()),
         format!("{:?}", read.anchors(item, 0, 100_000).unwrap()),
-        format!("{:?}", read.timeline(item, 0, u32::MAX).unwrap()),
     ]
 }
 

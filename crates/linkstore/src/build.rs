@@ -963,8 +963,12 @@ impl Reducer {
                 while let Some(v) = values.next_value() {
                     acc.fold(&key.decode_value(v)?);
                 }
-                let at_host = self.linked_hosts.one_host(key.item_key);
-                if (acc.found != 0 || acc.lost != 0) && !at_host {
+                let keep = MemberRows {
+                    members: self.sum.keeps_member_rows(key.item_key),
+                    writer_rows: self.writer_rows,
+                    alias: self.linked_hosts.alias(key.item_key),
+                };
+                if (acc.found != 0 || acc.lost != 0) && keep.timeline() {
                     emit_final(out, &key, &acc);
                 }
             }

@@ -21,7 +21,7 @@ use crate::table::{
     internal_record, is_pointer, row_flow_edges, source_row_missing, url_row_missing, AnchorKey,
     BacklinkKey, CountersKey, DistinctKey, MetricsKey, PageKey, RefDomainKey, SourceKey, TableKey,
 };
-use crate::views::member_rows;
+use crate::views::{member_rows, timeline_shares};
 use rocksdb::{ColumnFamily, Direction, IteratorMode, ReadOptions, DB};
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -1008,6 +1008,13 @@ impl ReadView {
     pub fn timeline(&self, item: &Item, from_day: u32, to_day: u32) -> Result<Vec<TimelinePoint>> {
         let item = &*self.views_of(item)?;
         let prefix = self.hasher.item_key(item);
+        if self.snapshot_store && item.level != Level::Index {
+            let it = self.prefix_iterator(CF_TIMELINE, &prefix);
+            if !it.valid() {
+                it.status()?;
+                return self.small_item_timeline(item, from_day, to_day);
+            }
+        }
         let start = crate::keys::timeline_key(&prefix, from_day);
         let it = self.db.iterator_cf_opt(
             self.cf(CF_TIMELINE),
@@ -1034,6 +1041,37 @@ impl ReadView {
             }
         }
         Ok(out)
+    }
+
+    /// The timeline of a snapshot's item that keeps no `timeline` rows (at most
+    /// [`MEMBER_ROWS_ABOVE`](crate::small_item::MEMBER_ROWS_ABOVE) backlinks), worked
+    /// out from its backlinks as the build sums them.
+    fn small_item_timeline(
+        &self,
+        item: &Item,
+        from_day: u32,
+        to_day: u32,
+    ) -> Result<Vec<TimelinePoint>> {
+        let mut days: std::collections::BTreeMap<u32, TimelineDelta> = Default::default();
+        let all = crate::small_item::MEMBER_ROWS_ABOVE as usize;
+        self.scan_backlinks_from(item, all, |rec| {
+            for (day, delta) in timeline_shares(&rec.backlink_facts().state, 1) {
+                days.entry(day).or_default().fold(&delta);
+            }
+            true
+        })?;
+        if from_day > to_day {
+            return Ok(Vec::new());
+        }
+        let in_range = days.range(from_day..=to_day);
+        let changed = in_range.filter(|(_, d)| d.found != 0 || d.lost != 0);
+        Ok(changed
+            .map(|(&day, d)| TimelinePoint {
+                day,
+                found: d.found,
+                lost: d.lost,
+            })
+            .collect())
     }
 
     /// Visits every row of a table in key order (as published): for tools and tests

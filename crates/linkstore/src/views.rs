@@ -332,20 +332,28 @@ pub(crate) fn target_contributions<'i, S: ViewSink + ?Sized>(
         }
         out.distinct(item_key, DistinctKind::AnchorDomain, &anchor_domain, sign);
         out.anchor(item_key, &facts.anchor, anchor_share(link, sign));
-        let found = TimelineDelta {
-            found: sign,
-            lost: 0,
-        };
-        out.timeline(item_key, link.first_seen, found);
-        if link.deleted {
-            let lost = TimelineDelta {
-                found: 0,
-                lost: sign,
-            };
-            out.timeline(item_key, link.date_lost, lost);
+        for (day, delta) in timeline_shares(link, sign) {
+            out.timeline(item_key, day, delta);
         }
         out.counters(item_key, delta);
     }
+}
+
+/// A backlink's shares of its target items' timelines: found on its first day, and
+/// lost on the day it was lost, if it is.
+pub(crate) fn timeline_shares(
+    link: &LinkState,
+    sign: i64,
+) -> impl Iterator<Item = (u32, TimelineDelta)> {
+    let found = TimelineDelta {
+        found: sign,
+        lost: 0,
+    };
+    let lost = TimelineDelta {
+        found: 0,
+        lost: sign,
+    };
+    std::iter::once((link.first_seen, found)).chain(link.deleted.then_some((link.date_lost, lost)))
 }
 
 /// A backlink's share of its referring-domain row (the member, its domain, is the key's).

@@ -62,6 +62,13 @@ impl MemberRows {
     pub(crate) fn views(self) -> bool {
         self.members && self.alias != Some(Alias::OneHost)
     }
+
+    /// Whether its `timeline` rows are written: not for a root domain that reads its one
+    /// host's views, nor in a snapshot for an item with few backlinks, whose reads work
+    /// its timeline out from its records.
+    pub(crate) fn timeline(self) -> bool {
+        self.alias != Some(Alias::OneHost) && (self.members || self.writer_rows)
+    }
 }
 
 /// Adds the final rows of one item's whole sum to `rows` (in no particular order), and
@@ -192,7 +199,7 @@ pub(crate) fn item_rows(
     }
 
     for (day, delta) in sum.timeline.drain(..) {
-        if (delta.found != 0 || delta.lost != 0) && keep.alias != Some(Alias::OneHost) {
+        if (delta.found != 0 || delta.lost != 0) && keep.timeline() {
             rows.push(row(&TimelineKey { item_key, day }, &delta));
         }
     }
