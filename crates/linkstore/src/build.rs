@@ -303,7 +303,11 @@ impl PageRows {
             }
         }
         let day = day_of(state.last_fetch);
-        emit_row(emit, &ExpiryPageKey { day, url: &url }, &Empty);
+        // Only the incremental writer's window expiry reads `expiry`: a snapshot never
+        // expires.
+        if self.writer_rows {
+            emit_row(emit, &ExpiryPageKey { day, url: &url }, &Empty);
+        }
         emit_row(emit, &UrlRefKey(&url), &Count(1));
         let crawled = Counters {
             crawled_urls: 1,
@@ -352,6 +356,7 @@ impl PageRows {
                         facts_row::encode(&items[..n], facts, source_url, &mut value);
                         emit(Table::Backlinks, key.encode(), value);
                     }
+                    (Contribution::Expiry { .. }, _) if !self.writer_rows => {}
                     (c, _) => self.sum.add(c, emit),
                 }
             }
@@ -810,11 +815,7 @@ impl Reducer {
                 // One row per key; a second one is a 64-bit hash collision of two links
                 // (the incremental writer keeps one too).
                 if let Some(v) = values.next_value() {
-                    // Only the incremental writer's window expiry reads `expiry`: a
-                    // snapshot never expires.
-                    if self.writer_rows || table != Table::Expiry {
-                        out.row(table, key, v);
-                    }
+                    out.row(table, key, v);
                 }
             }
             Table::Distinct if self.stage == Table::Backlinks.stage() => {
