@@ -6,7 +6,7 @@
 //! ```text
 //! <store>.flow-input/
 //!   w000-p-edges-0.rows       { source URL, target URL }* of internal links that carry
-//!                             flow, in `links` key order
+//!                             flow, in `links` key order (a snapshot's: `pages` order)
 //!   w000-v-edges-1.rows       the same of external links, in `backlinks` key order, and
 //!                             { source URL, "" } of each external link that carries none
 //!                             (`linkstore::FlowLink::Source`)

@@ -101,6 +101,10 @@ impl UrlGraph {
             FlowLink::Nothing => {}
         })?;
         nodes.settle();
+        let new_of = nodes.renumber(&mut urls);
+        for (s, t) in &mut edges {
+            (*s, *t) = (new_of[*s as usize], new_of[*t as usize]);
+        }
         let mut host_ids = HashMap::new();
         let mut hosts = Vec::new();
         let host_of_url: Vec<u32> = urls
@@ -203,6 +207,35 @@ impl NodesByHash {
                 self.ambiguous.insert(hash);
             }
         }
+    }
+
+    /// Numbers the nodes in `(url_hash, url)` order, whatever order their links came in,
+    /// so that every scan of the same links gives the same graph and the same sums (a
+    /// snapshot's internal links come page by page, a full store's by their hashes):
+    /// reorders `urls` and returns each old number's new one.
+    fn renumber(&mut self, urls: &mut Vec<String>) -> Vec<u32> {
+        let mut order: Vec<(u64, u32)> = (urls.iter().enumerate())
+            .map(|(v, url)| (url_hash(url), v as u32))
+            .collect();
+        order.sort_unstable_by(|a, b| {
+            let name = |v: u32| &urls[v as usize];
+            a.0.cmp(&b.0).then_with(|| name(a.1).cmp(name(b.1)))
+        });
+        let mut new_of = vec![0u32; urls.len()];
+        for (new, &(_, old)) in order.iter().enumerate() {
+            new_of[old as usize] = new as u32;
+        }
+        let mut old_urls = std::mem::take(urls);
+        *urls = (order.iter())
+            .map(|&(_, old)| std::mem::take(&mut old_urls[old as usize]))
+            .collect();
+        for (v, _) in self.by_hash.values_mut() {
+            *v = new_of[*v as usize];
+        }
+        for v in self.collided.values_mut() {
+            *v = new_of[*v as usize];
+        }
+        new_of
     }
 
     /// The node of `url`, whose hash is `hash`.
@@ -564,5 +597,55 @@ mod tests {
         two.settle();
         assert_eq!(two.find_by_hash(9), None);
         assert_eq!(two.find_by_hash(10), Some(None));
+    }
+
+    /// The same links in another order give the same graph: nodes numbered by their
+    /// URLs' hashes, found by hash and by name under their new numbers, colliding URLs
+    /// too.
+    #[test]
+    fn a_graph_does_not_depend_on_the_order_of_its_links() {
+        let edges = [
+            ("http://b.com/", "http://a.com/x"),
+            ("http://a.com/", "http://b.com/"),
+            ("http://c.com/", "http://a.com/"),
+            ("http://a.com/x", "http://c.com/"),
+            ("http://d.com/", ""),
+        ];
+        let graph = |edges: &mut dyn Iterator<Item = &(&str, &str)>| {
+            let rows = edges.map(|(s, t)| Ok((s.as_bytes().to_vec(), t.as_bytes().to_vec())));
+            UrlGraph::from_edges(rows.collect::<Vec<_>>().into_iter()).unwrap()
+        };
+        let (forward, backward) = (graph(&mut edges.iter()), graph(&mut edges.iter().rev()));
+        assert_eq!(forward.urls, backward.urls);
+        let hashes: Vec<u64> = forward.urls.iter().map(|u| url_hash(u)).collect();
+        assert!(hashes.is_sorted(), "numbered by hash");
+        for g in [&forward, &backward] {
+            for (v, url) in g.urls.iter().enumerate() {
+                assert_eq!(g.nodes.find(url_hash(url), url), Some(v));
+                let successors: Vec<&str> = (g.graph.successors(v).iter())
+                    .map(|&t| forward.urls[t as usize].as_str())
+                    .collect();
+                let expected: Vec<&str> = (edges.iter())
+                    .filter(|(s, t)| s == url && !t.is_empty())
+                    .map(|(_, t)| *t)
+                    .collect();
+                assert_eq!(successors, expected, "{url}");
+            }
+        }
+
+        let mut colliding = NodesByHash::default();
+        let mut urls = Vec::new();
+        for url in ["http://z.com/", "http://y.com/", "http://x.com/"] {
+            colliding.intern(url, 7, &mut urls);
+        }
+        let new_of = colliding.renumber(&mut urls);
+        for (old, url) in ["http://z.com/", "http://y.com/", "http://x.com/"]
+            .iter()
+            .enumerate()
+        {
+            let v = new_of[old] as usize;
+            assert_eq!(urls[v], *url);
+            assert_eq!(colliding.find(7, url), Some(v));
+        }
     }
 }

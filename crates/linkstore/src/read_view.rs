@@ -1052,6 +1052,9 @@ impl ReadView {
         from_day: u32,
         to_day: u32,
     ) -> Result<Vec<TimelinePoint>> {
+        if from_day > to_day {
+            return Ok(Vec::new());
+        }
         let mut days: std::collections::BTreeMap<u32, TimelineDelta> = Default::default();
         let all = crate::small_item::MEMBER_ROWS_ABOVE as usize;
         self.scan_backlinks_from(item, all, |rec| {
@@ -1060,9 +1063,6 @@ impl ReadView {
             }
             true
         })?;
-        if from_day > to_day {
-            return Ok(Vec::new());
-        }
         let in_range = days.range(from_day..=to_day);
         let changed = in_range.filter(|(_, d)| d.found != 0 || d.lost != 0);
         Ok(changed
@@ -1121,7 +1121,11 @@ impl ReadView {
     /// external link.
     pub fn scan_flow_links(&self, mut visit: impl FnMut(FlowLink<'_>)) -> Result<()> {
         // A snapshot's internal edges are its pages' flow targets.
-        for table in [Table::Links, Table::Pages] {
+        let tables: &[Table] = match self.snapshot_store {
+            true => &[Table::Pages],
+            false => &[Table::Links],
+        };
+        for &table in tables {
             self.scan_cf(table.cf_name(), &mut |key, value| {
                 row_flow_edges(table, key, value, |source, target| {
                     visit(FlowLink::Edge { source, target });

@@ -406,7 +406,7 @@ impl FlowTargets {
             return Err(Error::corrupt(cf, "not a page's flow targets").into());
         }
         let n = r.uvarint()?;
-        let mut target = Vec::new();
+        let (mut target, mut before) = (Vec::new(), Vec::new());
         for _ in 0..n {
             let shared = r.uvarint()?;
             if shared > target.len() as u64 {
@@ -414,8 +414,15 @@ impl FlowTargets {
                     Error::corrupt(cf, "flow target: shares more than the one before").into(),
                 );
             }
-            target.truncate(shared as usize);
+            std::mem::swap(&mut before, &mut target);
+            target.clear();
+            target.extend_from_slice(&before[..shared as usize]);
             target.extend_from_slice(r.bytes()?);
+            // Every flow build reads these (both must read the same graph): targets come
+            // in byte order, once each, none empty.
+            if target <= before {
+                return Err(Error::corrupt(cf, "flow targets: not in byte order").into());
+            }
             let url = std::str::from_utf8(&target)
                 .map_err(|_| Error::corrupt(cf, "flow target: not UTF-8"))?;
             visit(url)?;
@@ -1133,12 +1140,22 @@ mod tests {
         shares_too_much[at + 2] = 1;
         let mut untagged = bytes.clone();
         untagged[at] = 0;
+        let repeated = SnapshotPageKey::encode_value(&SnapshotPage {
+            state,
+            flow_targets: Some(FlowTargets(vec!["http://a.com/x".into(); 2])),
+        });
+        let empty = SnapshotPageKey::encode_value(&SnapshotPage {
+            state,
+            flow_targets: Some(FlowTargets(vec![String::new()])),
+        });
         let damaged = [
             &bytes[..at + 5],
             &trailing[..],
             &not_utf8[..],
             &shares_too_much[..],
             &untagged[..],
+            &repeated[..],
+            &empty[..],
         ];
         for damaged in damaged {
             let err = edges(Table::Pages, &stored_key, damaged)

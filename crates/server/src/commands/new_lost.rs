@@ -72,7 +72,8 @@ fn in_range(r: &linkstore::LinkRecord, lost: bool, from: u32, to: u32) -> bool {
     (from..=to).contains(&day)
 }
 
-/// New (or lost) links of the range counted from the day-by-day timeline: exact, no scan.
+/// New (or lost) links of the range counted from the day-by-day timeline: exact, and no
+/// scan but of a snapshot's small item's at most 64 backlinks, which keeps no timeline.
 fn count_in_range(
     view: &ReadView,
     item: &Item,
