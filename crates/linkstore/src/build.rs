@@ -755,10 +755,20 @@ impl Reducer {
         })
     }
 
+    /// Which of the item's member rows are written, once its sums were flushed (reduced
+    /// stage by stage).
+    fn staged_member_rows(&self, item_key: &[u8]) -> MemberRows {
+        MemberRows {
+            members: self.sum.keeps_member_rows(item_key),
+            writer_rows: self.writer_rows,
+            alias: self.linked_hosts.alias(item_key),
+        }
+    }
+
     /// Whether the item's referring-domain and anchor rows are written, once its sums
     /// were flushed (reduced stage by stage).
     fn writes_views(&self, item_key: &[u8]) -> bool {
-        self.sum.keeps_member_rows(item_key) && !self.linked_hosts.one_host(item_key)
+        self.staged_member_rows(item_key).views()
     }
 
     /// What the reducer sums across groups up to `table`'s group of `key`.
@@ -847,12 +857,7 @@ impl Reducer {
                     self.sum.add_anchor_ref_domain(key.item_key, text, fed);
                     return Ok(());
                 }
-                let keep = MemberRows {
-                    members: self.sum.keeps_member_rows(key.item_key),
-                    writer_rows: self.writer_rows,
-                    alias: self.linked_hosts.alias(key.item_key),
-                };
-                if let Some(kind) = keep.distinct(key.kind) {
+                if let Some(kind) = self.staged_member_rows(key.item_key).distinct(key.kind) {
                     let key = DistinctKey { kind, ..key };
                     let (t, k, v) = row(&key, &Count(kind.stored_count(n)));
                     out.row(t, &k, &v);
@@ -964,12 +969,8 @@ impl Reducer {
                 while let Some(v) = values.next_value() {
                     acc.fold(&key.decode_value(v)?);
                 }
-                let keep = MemberRows {
-                    members: self.sum.keeps_member_rows(key.item_key),
-                    writer_rows: self.writer_rows,
-                    alias: self.linked_hosts.alias(key.item_key),
-                };
-                if (acc.found != 0 || acc.lost != 0) && keep.timeline() {
+                let keep = self.staged_member_rows(key.item_key).timeline();
+                if (acc.found != 0 || acc.lost != 0) && keep {
                     emit_final(out, &key, &acc);
                 }
             }

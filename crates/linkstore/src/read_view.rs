@@ -1008,13 +1008,6 @@ impl ReadView {
     pub fn timeline(&self, item: &Item, from_day: u32, to_day: u32) -> Result<Vec<TimelinePoint>> {
         let item = &*self.views_of(item)?;
         let prefix = self.hasher.item_key(item);
-        if self.snapshot_store && item.level != Level::Index {
-            let it = self.prefix_iterator(CF_TIMELINE, &prefix);
-            if !it.valid() {
-                it.status()?;
-                return self.small_item_timeline(item, from_day, to_day);
-            }
-        }
         let start = crate::keys::timeline_key(&prefix, from_day);
         let it = self.db.iterator_cf_opt(
             self.cf(CF_TIMELINE),
@@ -1038,6 +1031,15 @@ impl ReadView {
                     found: d.found,
                     lost: d.lost,
                 });
+            }
+        }
+        // Nothing in range: a snapshot's small item keeps no rows at all, and its records
+        // give its timeline.
+        if out.is_empty() && self.snapshot_store && item.level != Level::Index {
+            let it = self.prefix_iterator(CF_TIMELINE, &prefix);
+            if !it.valid() {
+                it.status()?;
+                return self.small_item_timeline(item, from_day, to_day);
             }
         }
         Ok(out)
@@ -1121,18 +1123,16 @@ impl ReadView {
     /// external link.
     pub fn scan_flow_links(&self, mut visit: impl FnMut(FlowLink<'_>)) -> Result<()> {
         // A snapshot's internal edges are its pages' flow targets.
-        let tables: &[Table] = match self.snapshot_store {
-            true => &[Table::Pages],
-            false => &[Table::Links],
+        let table = match self.snapshot_store {
+            true => Table::Pages,
+            false => Table::Links,
         };
-        for &table in tables {
-            self.scan_cf(table.cf_name(), &mut |key, value| {
-                row_flow_edges(table, key, value, |source, target| {
-                    visit(FlowLink::Edge { source, target });
-                    Ok::<_, crate::Error>(())
-                })
-            })?;
-        }
+        self.scan_cf(table.cf_name(), &mut |key, value| {
+            row_flow_edges(table, key, value, |source, target| {
+                visit(FlowLink::Edge { source, target });
+                Ok::<_, crate::Error>(())
+            })
+        })?;
         self.scan_external_records(&mut |record, source| {
             let slots = FlowSlots::find(record)?;
             visit(match source {

@@ -348,7 +348,7 @@ pub(crate) struct SnapshotPage {
 }
 
 impl SnapshotPage {
-    /// `page state | flow targets, if any` ([`FlowTargets::encode`]).
+    /// `page state | flow targets, if any` ([`FlowTargets::encode_into`]).
     pub(crate) fn encode(&self) -> Vec<u8> {
         let mut v = self.state.encode();
         if let Some(targets) = &self.flow_targets {
@@ -359,7 +359,7 @@ impl SnapshotPage {
 }
 
 /// The targets of a page's internal links that carry flow (live and followed), in byte
-/// order, without repeats: a snapshot keeps no other internal link (format 27).
+/// order, without repeats: a snapshot keeps no other internal link (formats 27 and 28).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct FlowTargets(pub Vec<String>);
 
@@ -395,7 +395,7 @@ impl FlowTargets {
     }
 
     /// Visits the targets of encoded flow targets ([`FlowTargets::encode_into`]) in
-    /// order, each rebuilt in one buffer.
+    /// order, each rebuilt from the one before.
     fn for_each<E: From<Error>>(
         value: &[u8],
         mut visit: impl FnMut(&str) -> std::result::Result<(), E>,
