@@ -20,6 +20,7 @@ mod error;
 mod flow_input;
 mod pipeline;
 mod progress;
+mod row_batch;
 mod sorter;
 
 pub use error::{Error, Result};

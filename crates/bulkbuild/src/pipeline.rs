@@ -27,6 +27,7 @@
 use crate::error::{Error, Result};
 use crate::flow_input::{KeptFiles, KeptRows};
 use crate::progress::{Counters, LocalCount};
+use crate::row_batch::{rows, Batcher, RowBatch};
 use crate::sorter::{Groups, RunPolicy, Sorter};
 use ingest::{CrawlSink, FileReader, FileSummary, RawRecord, ReadOptions, RecordParser, SinkError};
 use linkstore::build::{
@@ -44,9 +45,6 @@ use timely::dataflow::operators::generic::operator::Operator;
 use timely::dataflow::operators::Input;
 use timely::dataflow::{InputHandleVec, StreamVec};
 use timely::progress::frontier::MutableAntichain;
-
-/// A row between operators: `(table, key, value)`.
-type Row = (u8, Vec<u8>, Vec<u8>);
 
 /// Groups handled per activation before yielding to other operators.
 const GROUPS_PER_SLICE: usize = 4096;
@@ -92,13 +90,8 @@ pub(crate) struct WorkerOutput {
 }
 
 /// The worker `partition_hash` belongs to.
-fn owner(hash: u64, peers: usize) -> u64 {
+pub(crate) fn owner(hash: u64, peers: usize) -> u64 {
     ((u128::from(hash) * peers as u128) >> 64) as u64
-}
-
-fn row_owner(row: &Row, peers: usize) -> u64 {
-    let table = Table::from_u8(row.0).expect("rows carry valid tables");
-    owner(table.partition_hash(&row.1), peers)
 }
 
 /// Shared by a worker's operators: its output and the first error.
@@ -229,12 +222,12 @@ pub(crate) fn run_worker(
     worker.dataflow::<u64, _, _>(|scope| {
         let records = scope.input_from(&mut input);
         let crawls = parse(records, plan, peers, shared.clone());
-        let pages = PagesOp::new(plan, index, shared.clone());
+        let pages = PagesOp::new(plan, index, peers, shared.clone());
         let views_shared = shared.clone();
         let counters_shared = shared.clone();
         let views_plan = plan.clone();
         let views = crawls
-            .unary_frontier::<timely::container::CapacityContainerBuilder<Vec<Row>>, _, _, _>(
+            .unary_frontier::<timely::container::CapacityContainerBuilder<Vec<RowBatch>>, _, _, _>(
                 Exchange::new(move |c: &(u64, Vec<u8>)| owner(c.0, peers)),
                 "pages",
                 |cap, info| {
@@ -263,25 +256,28 @@ pub(crate) fn run_worker(
                 },
             );
         let counters = views
-            .unary_frontier::<timely::container::CapacityContainerBuilder<Vec<Row>>, _, _, _>(
-                Exchange::new(move |r: &Row| row_owner(r, peers)),
+            .unary_frontier::<timely::container::CapacityContainerBuilder<Vec<RowBatch>>, _, _, _>(
+                Exchange::new(|b: &RowBatch| b.0),
                 "views",
                 |cap, info| {
                     let plan = views_plan;
                     let files = Files::new(&plan, format!("w{index:03}-v"));
-                    let mut op = ViewsOp::new(&plan, files, index, views_shared);
+                    let mut op = ViewsOp::new(&plan, files, index, peers, views_shared);
                     let mut cap = Some(cap);
                     let activator = scope.activator_for(info.address);
                     move |(input, frontier), output| {
                         let mut session = cap.as_ref().map(|c| output.session(c));
                         input.for_each(|_, data| {
-                            for row in data.drain(..) {
+                            for (_, batch) in data.drain(..) {
                                 match &mut session {
-                                    Some(s) if row.0 == Table::Counters as u8 => s.give(row),
-                                    _ => op.collect(row),
+                                    Some(s) => op.collect(&batch, &mut |b| s.give(b)),
+                                    None => op.collect(&batch, &mut |_| {}),
                                 }
                             }
                         });
+                        if let Some(s) = &mut session {
+                            op.flush(&mut |b| s.give(b));
+                        }
                         if frontier.is_empty() {
                             if let Some(s) = &mut session {
                                 let done = op.reduce(&mut |row| s.give(row));
@@ -296,39 +292,36 @@ pub(crate) fn run_worker(
                     }
                 },
             );
-        counters.sink(
-            Exchange::new(move |r: &Row| row_owner(r, peers)),
-            "counters",
-            {
-                let plan = plan.clone();
-                let mut sorter = Some(plan.sorter(&format!("w{index}-counters")));
-                move |(input, frontier): (_, &MutableAntichain<u64>)| {
-                    input.for_each(|_, data| {
-                        if let Some(s) = &mut sorter {
-                            for (t, k, v) in data.drain(..) {
-                                let table = Table::from_u8(t).expect("valid table");
-                                if let Err(e) = s.push(table, &k, &v) {
+        counters.sink(Exchange::new(|b: &RowBatch| b.0), "counters", {
+            let plan = plan.clone();
+            let mut sorter = Some(plan.sorter(&format!("w{index}-counters")));
+            move |(input, frontier): (_, &MutableAntichain<u64>)| {
+                input.for_each(|_, data| {
+                    if let Some(s) = &mut sorter {
+                        for (_, batch) in data.drain(..) {
+                            for (table, k, v) in rows(&batch) {
+                                if let Err(e) = s.push(table, k, v) {
                                     fail(&counters_shared, e);
                                 }
                             }
                         }
-                    });
-                    if frontier.is_empty() {
-                        if let Some(s) = sorter.take() {
-                            let mut files = Files::new(&plan, format!("w{index:03}-c"));
-                            let r = reduce_counters(s, plan.hash_bits, &mut files, &plan.progress)
-                                .and_then(|()| {
-                                    let mut sh = counters_shared.borrow_mut();
-                                    files.finish(&mut sh.out)
-                                });
-                            if let Err(e) = r {
-                                fail(&counters_shared, e);
-                            }
+                    }
+                });
+                if frontier.is_empty() {
+                    if let Some(s) = sorter.take() {
+                        let mut files = Files::new(&plan, format!("w{index:03}-c"));
+                        let r = reduce_counters(s, plan.hash_bits, &mut files, &plan.progress)
+                            .and_then(|()| {
+                                let mut sh = counters_shared.borrow_mut();
+                                files.finish(&mut sh.out)
+                            });
+                        if let Err(e) = r {
+                            fail(&counters_shared, e);
                         }
                     }
                 }
-            },
-        );
+            }
+        });
     });
 
     // Read this worker's files (file i goes to worker i mod peers); every worker parses.
@@ -438,6 +431,8 @@ struct PagesOp {
     groups: Option<Groups>,
     rows: PageRows,
     files: Files,
+    /// View rows on their way to the views operator.
+    batcher: Batcher,
     shared: SharedRef,
     progress: Arc<Counters>,
     /// Key of the page being replayed.
@@ -445,8 +440,9 @@ struct PagesOp {
 }
 
 impl PagesOp {
-    fn new(plan: &Plan, index: usize, shared: SharedRef) -> PagesOp {
+    fn new(plan: &Plan, index: usize, peers: usize, shared: SharedRef) -> PagesOp {
         PagesOp {
+            batcher: Batcher::new(peers),
             sorter: Some(plan.sorter(&format!("w{index}-pages"))),
             groups: None,
             rows: PageRows::new(plan.hash_bits, plan.writer_rows, plan.flow_input.is_some()),
@@ -472,8 +468,10 @@ impl PagesOp {
     }
 
     /// Replays the next slice of pages; true when every page is done.
-    fn replay(&mut self, give: &mut dyn FnMut(Row)) -> bool {
-        match self.replay_slice(give) {
+    fn replay(&mut self, give: &mut dyn FnMut(RowBatch)) -> bool {
+        let r = self.replay_slice(give);
+        self.batcher.flush(give);
+        match r {
             Ok(done) => done,
             Err(e) => {
                 fail(&self.shared, e);
@@ -483,7 +481,7 @@ impl PagesOp {
         }
     }
 
-    fn replay_slice(&mut self, give: &mut dyn FnMut(Row)) -> Result<bool> {
+    fn replay_slice(&mut self, give: &mut dyn FnMut(RowBatch)) -> Result<bool> {
         if let Some(sorter) = self.sorter.take() {
             // A page's crawls make one group, streamed in replay order: a page crawled
             // more often than memory holds is still replayed.
@@ -492,7 +490,7 @@ impl PagesOp {
         let Some(groups) = &mut self.groups else {
             return Ok(true);
         };
-        let files = &mut self.files;
+        let (files, batcher) = (&mut self.files, &mut self.batcher);
         let mut failed = None;
         for _ in 0..GROUPS_PER_SLICE {
             let Some(_) = groups.next_group(&mut self.key)? else {
@@ -507,7 +505,7 @@ impl PagesOp {
                 let r = if table.stage() == 0 {
                     files.put(table, &key, &value)
                 } else {
-                    give((table as u8, key, value));
+                    batcher.put(table, &key, &value, give);
                     Ok(())
                 };
                 if let Err(e) = r {
@@ -538,6 +536,8 @@ struct ViewsOp {
     /// Key of the group being reduced.
     key: Vec<u8>,
     files: Files,
+    /// Counters rows on their way to the counters operator.
+    batcher: Batcher,
     shared: SharedRef,
     progress: Arc<Counters>,
     groups: LocalCount,
@@ -548,7 +548,7 @@ struct ViewsOp {
 const ITEM_BUDGET_SHARE: usize = 4;
 
 impl ViewsOp {
-    fn new(plan: &Plan, files: Files, index: usize, shared: SharedRef) -> ViewsOp {
+    fn new(plan: &Plan, files: Files, index: usize, peers: usize, shared: SharedRef) -> ViewsOp {
         let item_budget = plan.sorter_budget / ITEM_BUDGET_SHARE;
         ViewsOp {
             sorters: (1..=4)
@@ -560,26 +560,38 @@ impl ViewsOp {
             reducer: Reducer::new(plan.hash_bits, item_budget, plan.writer_rows),
             key: Vec::new(),
             files,
+            batcher: Batcher::new(peers),
             shared,
             progress: plan.progress.clone(),
             groups: LocalCount::default(),
         }
     }
 
-    /// Takes a row the pages sent: every one is reduced in the first stage (see the
+    /// Takes a batch of rows the pages sent: counters rows go on to the counters
+    /// operator through `give`, every other row is reduced in the first stage (see the
     /// module documentation).
-    fn collect(&mut self, (t, k, v): Row) {
-        let table = Table::from_u8(t).expect("valid table");
-        if let Some(Some(s)) = self.sorters.first_mut() {
-            if let Err(e) = s.push(table, &k, &v) {
-                fail(&self.shared, e);
+    fn collect(&mut self, batch: &[u8], give: &mut dyn FnMut(RowBatch)) {
+        for (table, k, v) in rows(batch) {
+            if table == Table::Counters {
+                self.batcher.put(table, k, v, give);
+            } else if let Some(Some(s)) = self.sorters.first_mut() {
+                if let Err(e) = s.push(table, k, v) {
+                    fail(&self.shared, e);
+                }
             }
         }
     }
 
+    /// Hands on the counters rows collected or reduced so far.
+    fn flush(&mut self, give: &mut dyn FnMut(RowBatch)) {
+        self.batcher.flush(give);
+    }
+
     /// Reduces the next slice of groups; true when every stage is done.
-    fn reduce(&mut self, give: &mut dyn FnMut(Row)) -> bool {
-        match self.reduce_slice(give) {
+    fn reduce(&mut self, give: &mut dyn FnMut(RowBatch)) -> bool {
+        let r = self.reduce_slice(give);
+        self.flush(give);
+        match r {
             Ok(done) => done,
             Err(e) => {
                 fail(&self.shared, e);
@@ -590,7 +602,7 @@ impl ViewsOp {
         }
     }
 
-    fn reduce_slice(&mut self, give: &mut dyn FnMut(Row)) -> Result<bool> {
+    fn reduce_slice(&mut self, give: &mut dyn FnMut(RowBatch)) -> Result<bool> {
         if self.reducing.is_none() {
             let Some(stage) = self.sorters.iter().position(Option::is_some) else {
                 return Ok(true);
@@ -605,7 +617,7 @@ impl ViewsOp {
         let mut out = StageOut {
             files: &mut self.files,
             sorters: &mut self.sorters,
-            give,
+            counters: Some((&mut self.batcher, give)),
             failed: None,
         };
         for _ in 0..GROUPS_PER_SLICE {
@@ -647,7 +659,8 @@ struct StageOut<'a> {
     files: &'a mut Files,
     /// Sorters of stages 1 to 4; `None` for a sorter already reduced or being reduced.
     sorters: &'a mut Vec<Option<Sorter>>,
-    give: &'a mut dyn FnMut(Row),
+    /// Where counters rows go: `None` when reducing counters, which feed nothing.
+    counters: Option<(&'a mut Batcher, &'a mut dyn FnMut(RowBatch))>,
     failed: Option<Error>,
 }
 
@@ -666,7 +679,11 @@ impl ReduceOut for StageOut<'_> {
 
     fn feed(&mut self, table: Table, key: Vec<u8>, value: Vec<u8>) {
         if table == Table::Counters {
-            (self.give)((table as u8, key, value));
+            let (batcher, give) = self
+                .counters
+                .as_mut()
+                .expect("counters feed no other table");
+            batcher.put(table, &key, &value, *give);
             return;
         }
         let r = match self.sorters.get_mut(usize::from(table.stage()) - 1) {
@@ -693,11 +710,10 @@ fn reduce_counters(sorter: Sorter, bits: u8, files: &mut Files, progress: &Count
     let mut groups = sorter.into_groups(<[u8]>::len)?;
     let mut key = Vec::new();
     let mut reduced = LocalCount::default();
-    let mut give = |_: Row| unreachable!("counters feed no other table");
     let mut out = StageOut {
         files,
         sorters: &mut Vec::new(),
-        give: &mut give,
+        counters: None,
         failed: None,
     };
     while let Some(table) = groups.next_group(&mut key)? {

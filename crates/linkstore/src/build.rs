@@ -125,12 +125,18 @@ impl Table {
     /// start with a kind byte and a day, so one partition holds them all (one row per
     /// page and per deleted link: a small table).
     pub fn partition_hash(self, key: &[u8]) -> u64 {
-        let start = usize::from(matches!(self, Table::Backlinks | Table::Sources));
+        let start = self.partition_start();
         let mut h = [0u8; 8];
         let bytes = key.get(start..).unwrap_or_default();
         let n = bytes.len().min(8);
         h[..n].copy_from_slice(&bytes[..n]);
         u64::from_be_bytes(h)
+    }
+
+    /// Where the partition hash starts in a key: after the generation byte for
+    /// backlinks and sources, else at its first byte.
+    pub fn partition_start(self) -> usize {
+        usize::from(matches!(self, Table::Backlinks | Table::Sources))
     }
 
     /// When the table's rows are final: 0, as [`PageRows`] emits them; later stages once
