@@ -2,10 +2,10 @@
 //!
 //! ```text
 //!  crawl files ─► read (files split among workers) ─► records
-//!    ─► exchange round robin ─► parse ─► PageCrawl
+//!    ─► exchange round robin ─► parse ─► PageCrawl, keyed by page and replay order
 //!    ─► exchange by page hash ─► [pages]  sort by page, replay crawls ─► links, pages SSTs
-//!    ─► view rows, exchange by key hash ─► [views]  sort, reduce stages 1-4 ─► view SSTs
-//!    ─► counters rows, exchange by key hash ─► [counters]  sort, reduce ─► counters SST
+//!    ─► view rows in batches, exchange by key hash ─► [views]  sort, reduce stages 1-4 ─► view SSTs
+//!    ─► counters rows in batches, exchange by key hash ─► [counters]  sort, reduce ─► counters SST
 //! ```
 //!
 //! The views operator reduces what the pages sent (backlinks, URL and expiry rows, and
@@ -45,6 +45,12 @@ use timely::dataflow::operators::generic::operator::Operator;
 use timely::dataflow::operators::Input;
 use timely::dataflow::{InputHandleVec, StreamVec};
 use timely::progress::frontier::MutableAntichain;
+
+/// A parsed crawl on its way to its page's worker: the page's partition hash, the
+/// crawl's sort key ([`crawl_sort_key`]: by page, then in replay order) and the crawl
+/// ([`PageCrawl::encode`]), keyed where it was parsed so that its worker need not decode
+/// it to sort it.
+type SortedCrawl = (u64, Vec<u8>, Vec<u8>);
 
 /// Groups handled per activation before yielding to other operators.
 const GROUPS_PER_SLICE: usize = 4096;
@@ -228,7 +234,7 @@ pub(crate) fn run_worker(
         let views_plan = plan.clone();
         let views = crawls
             .unary_frontier::<timely::container::CapacityContainerBuilder<Vec<RowBatch>>, _, _, _>(
-                Exchange::new(move |c: &(u64, Vec<u8>)| owner(c.0, peers)),
+                Exchange::new(move |c: &SortedCrawl| owner(c.0, peers)),
                 "pages",
                 |cap, info| {
                     let mut op = pages;
@@ -236,7 +242,7 @@ pub(crate) fn run_worker(
                     let activator = scope.activator_for(info.address);
                     move |(input, frontier), output| {
                         input.for_each(|_, data| {
-                            for (_, crawl) in data.drain(..) {
+                            for crawl in data.drain(..) {
                                 op.collect(&crawl);
                             }
                         });
@@ -371,48 +377,54 @@ fn parse<'scope>(
     plan: &Plan,
     peers: usize,
     shared: SharedRef,
-) -> StreamVec<'scope, u64, (u64, Vec<u8>)> {
+) -> StreamVec<'scope, u64, SortedCrawl> {
     let peers = peers as u64;
     let (files, read) = (plan.files.clone(), plan.read.clone());
-    records.unary_frontier::<timely::container::CapacityContainerBuilder<Vec<(u64, Vec<u8>)>>, _, _, _>(
-        Exchange::new(move |(file, r): &(usize, RawRecord)| (*file as u64 + r.seq) % peers),
-        "parse",
-        |cap, _info| {
-            let mut parsers: BTreeMap<usize, RecordParser> = BTreeMap::new();
-            let mut cap = Some(cap);
-            move |(input, frontier), output| {
-                let Some(c) = &cap else {
-                    return;
-                };
-                let mut session = output.session(c);
-                input.for_each(|_, data| {
-                    for (file, record) in data.drain(..) {
-                        let parser = parsers
-                            .entry(file)
-                            .or_insert_with(|| RecordParser::new(&files[file], read.clone()));
-                        let mut sink = GiveCrawls(|crawl: PageCrawl| {
-                            let page = linkstore::build::page_key(&crawl.url);
-                            session.give((Table::Pages.partition_hash(&page), crawl.encode()));
-                        });
-                        if let Err(e) = parser.parse(&record, &mut sink) {
-                            fail(&shared, Error::Read {
-                                path: files[file].clone(),
-                                source: e,
+    records
+        .unary_frontier::<timely::container::CapacityContainerBuilder<Vec<SortedCrawl>>, _, _, _>(
+            Exchange::new(move |(file, r): &(usize, RawRecord)| (*file as u64 + r.seq) % peers),
+            "parse",
+            |cap, _info| {
+                let mut parsers: BTreeMap<usize, RecordParser> = BTreeMap::new();
+                let mut cap = Some(cap);
+                move |(input, frontier), output| {
+                    let Some(c) = &cap else {
+                        return;
+                    };
+                    let mut session = output.session(c);
+                    input.for_each(|_, data| {
+                        for (file, record) in data.drain(..) {
+                            let parser = parsers
+                                .entry(file)
+                                .or_insert_with(|| RecordParser::new(&files[file], read.clone()));
+                            let mut sink = GiveCrawls(|crawl: PageCrawl| {
+                                let encoded = crawl.encode();
+                                let key = crawl_sort_key(&crawl, &encoded);
+                                let hash = Table::Pages.partition_hash(&key);
+                                session.give((hash, key, encoded));
                             });
+                            if let Err(e) = parser.parse(&record, &mut sink) {
+                                fail(
+                                    &shared,
+                                    Error::Read {
+                                        path: files[file].clone(),
+                                        source: e,
+                                    },
+                                );
+                            }
                         }
+                    });
+                    drop(session);
+                    if frontier.is_empty() {
+                        let mut sh = shared.borrow_mut();
+                        for (file, parser) in std::mem::take(&mut parsers) {
+                            sh.out.parsed.push((file, parser.finish()));
+                        }
+                        cap = None;
                     }
-                });
-                drop(session);
-                if frontier.is_empty() {
-                    let mut sh = shared.borrow_mut();
-                    for (file, parser) in std::mem::take(&mut parsers) {
-                        sh.out.parsed.push((file, parser.finish()));
-                    }
-                    cap = None;
                 }
-            }
-        },
-    )
+            },
+        )
 }
 
 /// Hands parsed crawls on; a bulk build applies them later.
@@ -453,14 +465,11 @@ impl PagesOp {
         }
     }
 
-    fn collect(&mut self, crawl: &[u8]) {
+    fn collect(&mut self, (_, key, crawl): &SortedCrawl) {
         let Some(sorter) = &mut self.sorter else {
             return;
         };
-        // Sorted by page, then in replay order (see `crawl_sort_key`).
-        let r = PageCrawl::decode(crawl)
-            .map_err(Error::from)
-            .and_then(|c| sorter.push(Table::Pages, &crawl_sort_key(&c, crawl), crawl));
+        let r = sorter.push(Table::Pages, key, crawl);
         self.progress.add(&self.progress.crawls, 1);
         if let Err(e) = r {
             fail(&self.shared, e);

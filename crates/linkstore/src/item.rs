@@ -146,15 +146,15 @@ pub(crate) fn url_levels(url: &str) -> [(Level, &str); 3] {
 pub fn host_of(url: &str) -> &str {
     // Byte scans: every write works out the hosts of each link's two ends several times.
     let bytes = url.as_bytes();
-    let start = bytes
-        .windows(3)
-        .position(|w| w == b"://")
-        .map_or(0, |i| i + 3);
+    let start = if bytes.starts_with(b"https://") {
+        8
+    } else if bytes.starts_with(b"http://") {
+        7
+    } else {
+        memchr::memmem::find(bytes, b"://").map_or(0, |i| i + 3)
+    };
     let rest = &url[start..];
-    let end = rest
-        .bytes()
-        .position(|b| matches!(b, b'/' | b'?' | b'#'))
-        .unwrap_or(rest.len());
+    let end = memchr::memchr3(b'/', b'?', b'#', rest.as_bytes()).unwrap_or(rest.len());
     let authority = &rest[..end];
     let authority = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
     if authority.starts_with('[') {
@@ -295,6 +295,9 @@ mod tests {
             ("http://user:pw@example.com:8080/", "example.com"),
             ("http://[2001:db8::1]:80/x", "[2001:db8::1]"),
             ("example.com/x", "example.com"),
+            ("ftp://files.example.org/a", "files.example.org"),
+            ("HTTP://Example.com/", "Example.com"),
+            ("https://", ""),
         ] {
             assert_eq!(host_of(url), host, "{url}");
         }
