@@ -468,12 +468,7 @@ impl RunWriter {
     }
 
     pub(crate) fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
-        let shared = self
-            .last_key
-            .iter()
-            .zip(key)
-            .take_while(|(a, b)| a == b)
-            .count();
+        let shared = common_prefix(&self.last_key, key);
         self.last_key.truncate(shared);
         self.last_key.extend_from_slice(&key[shared..]);
         let key = &key[shared..];
@@ -578,6 +573,9 @@ impl RunReader {
 struct Heap {
     /// Each run's reader with the sort words of its current row.
     runs: Vec<(SortWords, RunReader)>,
+    /// Indices into `runs` of those with rows left, as a binary heap: moving an index
+    /// costs less than moving a reader.
+    heap: Vec<usize>,
     /// Set once the top's row was popped: its run reads its next row before the top is
     /// looked at again.
     popped: bool,
@@ -586,20 +584,22 @@ struct Heap {
 impl Heap {
     fn new(runs: Vec<RunReader>) -> Heap {
         let mut h = Heap {
+            heap: (0..runs.len()).collect(),
             runs: runs
                 .into_iter()
                 .map(|r| (SortWords::of(&r.key), r))
                 .collect(),
             popped: false,
         };
-        for i in (0..h.runs.len()).rev() {
+        for i in (0..h.heap.len()).rev() {
             h.sift_down(i);
         }
         h
     }
 
     fn less(&self, a: usize, b: usize) -> bool {
-        let ((wa, a), (wb, b)) = (&self.runs[a], &self.runs[b]);
+        let (wa, a) = &self.runs[self.heap[a]];
+        let (wb, b) = &self.runs[self.heap[b]];
         order((*wa, &a.key), (*wb, &b.key)) == Ordering::Less
     }
 
@@ -607,38 +607,57 @@ impl Heap {
         loop {
             let (l, r) = (2 * i + 1, 2 * i + 2);
             let mut m = i;
-            if l < self.runs.len() && self.less(l, m) {
+            if l < self.heap.len() && self.less(l, m) {
                 m = l;
             }
-            if r < self.runs.len() && self.less(r, m) {
+            if r < self.heap.len() && self.less(r, m) {
                 m = r;
             }
             if m == i {
                 return;
             }
-            self.runs.swap(i, m);
+            self.heap.swap(i, m);
             i = m;
         }
     }
 
     fn advance_if_popped(&mut self) -> Result<()> {
         if std::mem::take(&mut self.popped) {
-            let (words, top) = &mut self.runs[0];
+            let (words, top) = &mut self.runs[self.heap[0]];
             if top.advance()? {
                 *words = SortWords::of(&top.key);
-                self.sift_down(0);
             } else {
-                self.runs.swap_remove(0);
-                self.sift_down(0);
+                self.heap.swap_remove(0);
             }
+            self.sift_down(0);
         }
         Ok(())
     }
 
     /// The smallest current row of the runs.
     fn top(&self) -> Option<(&[u8], &[u8])> {
-        self.runs.first().map(|(_, r)| (&r.key[..], &r.value[..]))
+        let (_, r) = &self.runs[*self.heap.first()?];
+        Some((&r.key[..], &r.value[..]))
     }
+}
+
+/// How many bytes `a` and `b` start with in common, compared eight at a time.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let word = |s: &[u8], i: usize| u64::from_le_bytes(s[i..i + 8].try_into().expect("8 bytes"));
+    let mut i = 0;
+    while i + 8 <= n {
+        let differ = word(a, i) ^ word(b, i);
+        if differ != 0 {
+            return i + (differ.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    i + a[i..n]
+        .iter()
+        .zip(&b[i..n])
+        .take_while(|(x, y)| x == y)
+        .count()
 }
 
 fn put_uvarint(out: &mut Vec<u8>, mut v: u64) {
@@ -710,6 +729,22 @@ mod tests {
             (b"", b""),
         ] {
             assert_eq!(starts_with_group(key, group), key.starts_with(group));
+        }
+    }
+
+    #[test]
+    fn common_prefixes_are_counted_byte_by_byte() {
+        let a: Vec<u8> = (0..40).collect();
+        for len in 0..=40 {
+            for at in 0..=len {
+                let mut b = a[..len].to_vec();
+                if at < len {
+                    b[at] ^= 0x10;
+                }
+                let expected = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+                assert_eq!(common_prefix(&a, &b), expected, "{len} {at}");
+                assert_eq!(common_prefix(&b, &a), expected, "{len} {at}");
+            }
         }
     }
 
