@@ -53,16 +53,9 @@ struct RowRef {
     value_len: u32,
 }
 
-/// The first 16 bytes a `table | key` sorts by, as two words: its partition hash, then
-/// its table byte, a backlink's generation byte and the key's first bytes past the hash
-/// (zero-padded). Rows of one item share the hash; the second word tells most of them
-/// apart without reading the arena or a run's key, which, for rows sorted in place,
-/// is a cache miss per comparison.
-///
-/// Equal words leave the order to the whole `table | key`, which then decides it as the
-/// words would have: a `table | key` is `table | [generation] | hash | rest`, and the
-/// words compare exactly those fields in that order, each zero-padded, so words that
-/// differ order two keys as their bytes do.
+/// The two words a `table | key` sorts by before its bytes ([`Table::sort_words`]): most
+/// comparisons end there, without reading the arena or a run's key, which, for rows
+/// sorted in place, is a cache miss per comparison.
 #[derive(Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
 struct SortWords {
     partition: u64,
@@ -72,18 +65,8 @@ struct SortWords {
 impl SortWords {
     fn of(table_and_key: &[u8]) -> SortWords {
         let table = Table::from_u8(table_and_key[0]).expect("sorter holds valid table bytes");
-        let key = &table_and_key[1..];
-        let start = table.partition_start();
-        let mut next = [0u8; 8];
-        let head = &table_and_key[..1 + start.min(key.len())];
-        let rest = key.get(start + 8..).unwrap_or_default();
-        let n = rest.len().min(8 - head.len());
-        next[..head.len()].copy_from_slice(head);
-        next[head.len()..head.len() + n].copy_from_slice(&rest[..n]);
-        SortWords {
-            partition: table.partition_hash(key),
-            next: u64::from_be_bytes(next),
-        }
+        let (partition, next) = table.sort_words(&table_and_key[1..]);
+        SortWords { partition, next }
     }
 }
 
@@ -563,7 +546,7 @@ impl RunReader {
         // length is a damaged run, refused before anything is allocated for it.
         let (Ok(rest), Ok(v)) = (u32::try_from(rest), u32::try_from(v)) else {
             return Err(invalid(format!(
-                "row of {rest} + {v} bytes: not a sorted run's"
+                "row of {shared} + {rest} + {v} bytes: not a sorted run's"
             )));
         };
         let (shared, rest, v) = (shared as usize, rest as usize, v as usize);
@@ -928,7 +911,7 @@ mod tests {
         for (bytes, why) in [
             (
                 &[1u8, 0, 0xff, 0xff, 0xff, 0xff, 0x7f, 1, b'k'][..],
-                "row of 34359738367 + 1 bytes: not a sorted run's",
+                "row of 0 + 34359738367 + 1 bytes: not a sorted run's",
             ),
             (
                 &[1u8, 2, 1, 1, b'k', b'v'][..],

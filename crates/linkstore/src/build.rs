@@ -121,7 +121,8 @@ impl Table {
     }
 
     /// The 64-bit hash a row is partitioned by: the key's first 8 bytes (a page, URL or
-    /// item hash), after the generation byte for backlinks and sources. `expiry` keys
+    /// item hash), after the generation byte for backlinks and sources, zero-padded.
+    /// [`Table::sort_words`] relies on its being the key's own bytes. `expiry` keys
     /// start with a kind byte and a day, so one partition holds them all (one row per
     /// page and per deleted link: a small table).
     pub fn partition_hash(self, key: &[u8]) -> u64 {
@@ -135,8 +136,34 @@ impl Table {
 
     /// Where the partition hash starts in a key: after the generation byte for
     /// backlinks and sources, else at its first byte.
-    pub fn partition_start(self) -> usize {
+    fn partition_start(self) -> usize {
         usize::from(matches!(self, Table::Backlinks | Table::Sources))
+    }
+
+    /// Two words that order a row of this table among a sorter's rows as its
+    /// `(partition hash, table, key)` does whenever they differ: the partition hash, then
+    /// the table byte, the generation byte of a backlink or source key and the key's
+    /// first bytes past the hash, zero-padded. Rows of one item share the hash; the
+    /// second word tells most of them apart without their keys.
+    ///
+    /// Why differing words order as the keys do: equal partition hashes mean the
+    /// key's hash bytes are equal up to zero padding, and a key whose hash bytes are cut
+    /// short has no bytes past them, so it is a byte prefix of the other key (or both are
+    /// equal up to padding). The second word then holds the bytes that still decide,
+    /// in key order, zero-padded: padding ties only where a key ended, which the whole
+    /// key settles. This holds because the partition hash is the key's own bytes
+    /// ([`Table::partition_hash`]).
+    pub fn sort_words(self, key: &[u8]) -> (u64, u64) {
+        let start = self.partition_start();
+        let mut next = [0u8; 8];
+        next[0] = self as u8;
+        let generation = &key[..start.min(key.len())];
+        next[1..1 + generation.len()].copy_from_slice(generation);
+        let head = 1 + generation.len();
+        let rest = key.get(start + 8..).unwrap_or_default();
+        let n = rest.len().min(8 - head);
+        next[head..head + n].copy_from_slice(&rest[..n]);
+        (self.partition_hash(key), u64::from_be_bytes(next))
     }
 
     /// When the table's rows are final: 0, as [`PageRows`] emits them; later stages once
