@@ -192,8 +192,9 @@ impl Sorter {
         self.arena.extend_from_slice(key);
         self.arena.extend_from_slice(value);
         let key_len = key.len() + 1;
+        let (partition, next) = table.sort_words(key);
         self.rows.push(RowRef {
-            words: SortWords::of(&self.arena[offset..offset + key_len]),
+            words: SortWords { partition, next },
             offset: offset as u32,
             key_len: key_len as u32,
             value_len: value.len() as u32,

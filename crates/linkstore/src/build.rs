@@ -185,7 +185,7 @@ impl Table {
 }
 
 /// The `pages` key of a page (`url_hash | url`): groups a page's crawls in a build.
-pub fn page_key(url: &str) -> Vec<u8> {
+fn page_key(url: &str) -> Vec<u8> {
     url_key(url)
 }
 
