@@ -220,6 +220,9 @@ EOF
 cat > "$root/sql/refdomains100.sql" <<'EOF'
 SELECT * FROM refdomains WHERE item = :hot ORDER BY links DESC LIMIT 100;
 EOF
+cat > "$root/sql/refdomains100_past1000.sql" <<'EOF'
+SELECT * FROM refdomains WHERE item = :hot ORDER BY links DESC OFFSET 1000 LIMIT 100;
+EOF
 cat > "$root/sql/refdomains100_raw.sql" <<'EOF'
 SELECT source_domain, count(*) AS links FROM links WHERE target_url = :hot GROUP BY 1 ORDER BY 2 DESC LIMIT 100;
 EOF
@@ -245,7 +248,7 @@ EOF
 # p50 and p99 (microseconds) from pgbench's per-transaction log.
 percentiles() { cat "$1".* | awk '{print $3}' | sort -n | awk '{a[NR]=$1} END {print a[int((NR-1)*0.5)+1], a[int((NR-1)*0.99)+1], NR}'; }
 : > "$root/pg-queries.tsv"
-for q in top100 top100_live top100_per_domain rows50000 refdomains100 refdomains100_raw anchors100 newlost30 info_hot info_cold info100; do
+for q in top100 top100_live top100_per_domain rows50000 refdomains100 refdomains100_raw refdomains100_past1000 anchors100 newlost30 info_hot info_cold info100; do
     log "PostgreSQL $q"
     rm -f "$root/pglog-$q".*
     pgbench -n -h /tmp -p "$port" -U bench -M prepared -c 1 -T "$secs" -D "hot=$hot" -D "cold=$cold" \
@@ -325,6 +328,7 @@ names = {"top100": "top 100 by SourceTrustFlow", "top100_live": "top 100, live l
   "top100_per_domain": "top 100, one per referring domain", "rows50000": "50,000 backlinks",
   "refdomains100": "referring domains, top 100 (PostgreSQL: static aggregate table)",
   "refdomains100_raw": "referring domains, top 100 (PostgreSQL: GROUP BY over links)",
+  "refdomains100_past1000": "referring domains 1,001 to 1,100 (Linkbase: past a snapshot's ranked copies)",
   "anchors100": "anchor text, top 100 (PostgreSQL: static aggregate table)", "newlost30": "new/lost in 30 days",
   "info_hot": "item info, hot page", "info_cold": "item info, cold page", "info100": "item info, 100 items"}
 print()

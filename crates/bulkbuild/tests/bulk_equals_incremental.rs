@@ -449,3 +449,115 @@ fn anchor_texts_past_the_row_bound_move_out_and_back_the_same_both_ways() {
         }
     }
 }
+
+/// A snapshot keeps ranked copies of a large item's first
+/// `SNAPSHOT_RANKED_REF_DOMAINS` referring domains only, and reads the rest from its
+/// rows: every referring-domain read answers as in a store with all the copies, whether
+/// the build summed the item whole in memory or stage by stage.
+#[test]
+fn a_snapshot_keeps_the_first_ranked_copies_and_reads_past_them_the_same() {
+    use linkstore::{Item, RefDomainQuery, RANKED_COPIES_ABOVE, SNAPSHOT_RANKED_REF_DOMAINS};
+    let tmp = tempfile::tempdir().unwrap();
+    let kept = SNAPSHOT_RANKED_REF_DOMAINS;
+    let n = kept + 300;
+    // Domain i links to 1 to 3 of hot.com's pages, with 1 to 5 links to the first: ranks
+    // with ties, broken by name.
+    let pages: Vec<(String, Vec<(String, String)>)> = (0..n)
+        .map(|i| {
+            let mut links: Vec<(String, String)> = (0..=i % 3)
+                .map(|j| (format!("http://hot.com/p{j}"), format!("a{}", i % 7)))
+                .collect();
+            for k in 0..i % 5 {
+                links.push(("http://hot.com/p0".into(), format!("b{k}")));
+            }
+            (format!("http://s{i:04}.org/"), links)
+        })
+        .collect();
+    let files = [crawl_file(&tmp.path().join("c.jsonl"), 1, &pages)];
+    let store = |name: &str, writer_rows: bool, workers: usize, memory: usize| {
+        let dir = tmp.path().join(name);
+        let opts = BuildOptions {
+            workers,
+            memory_bytes: memory,
+            writer_rows,
+            ..Default::default()
+        };
+        build(&dir, &files, &opts, &|_| {}).unwrap();
+        Store::open(&dir, &StoreOptions::default()).unwrap()
+    };
+    let full = store("full", true, 1, 1 << 30);
+    let whole = store("whole", false, 1, 1 << 30);
+    // A megabyte: the hot items' sums overflow and are reduced stage by stage.
+    let staged = store("staged", false, 2, 1 << 20);
+    assert!(whole.is_snapshot() && !full.is_snapshot());
+    let (whole_rows, staged_rows) = (rows(&whole), rows(&staged));
+    assert!(
+        whole_rows == staged_rows,
+        "the snapshot depends on how its items were summed"
+    );
+
+    // Items with more than RANKED_COPIES_ABOVE rows keep copies, a snapshot at most
+    // `kept` of them (the host and p0 have n referring domains, page j those domains i
+    // with i % 3 >= j; the root domain reads its one host's).
+    let copies_of = |rows: &[usize], limit: usize| -> usize {
+        rows.iter()
+            .filter(|&&r| r as i64 > RANKED_COPIES_ABOVE)
+            .map(|&r| r.min(limit))
+            .sum()
+    };
+    let page = |j: usize| (0..n).filter(|i| i % 3 >= j).count();
+    let per_item = [n, page(0), page(1), page(2)];
+    assert_eq!(
+        rows(&full)[&Table::RefDomainsRanked].len(),
+        copies_of(&per_item, usize::MAX)
+    );
+    assert_eq!(
+        whole_rows[&Table::RefDomainsRanked].len(),
+        copies_of(&per_item, kept)
+    );
+
+    let items: Vec<Item> = [
+        "hot.com",
+        "http://hot.com/p0",
+        "http://hot.com/p1",
+        "http://hot.com/p2",
+    ]
+    .iter()
+    .map(|s| Item::parse(s).unwrap())
+    .collect();
+    let reads = |store: &Store| {
+        let read = store.read();
+        let mut out = Vec::new();
+        for item in &items {
+            let all = read.ref_domains(item, 0, 100_000).unwrap();
+            out.push(format!("{all:?}"));
+            // Pages before, across and past the kept copies.
+            for from in [0, kept - 5, kept, kept + 17] {
+                out.push(format!("{:?}", read.ref_domains(item, from, 10).unwrap()));
+            }
+            for d in ["s0000.org", "s1299.org", "s0999.org", "none.org"] {
+                out.push(format!("{:?}", read.ref_domain(item, d).unwrap()));
+            }
+            out.push(format!("{:?}", read.anchors(item, 0, 100).unwrap()));
+        }
+        let page = read
+            .ref_domain_matches(&RefDomainQuery {
+                items: items[1..3].to_vec(),
+                depth: 100_000,
+                from: kept - 3,
+                count: 50,
+                order: Vec::new(),
+                topic: None,
+            })
+            .unwrap();
+        out.push(format!("{:?}", page.rows));
+        out
+    };
+    let want = reads(&full);
+    assert!(
+        want[0].matches("RefDomain").count() == n,
+        "{n} referring domains"
+    );
+    assert_eq!(reads(&whole), want);
+    assert_eq!(reads(&staged), want);
+}

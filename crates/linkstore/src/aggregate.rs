@@ -27,6 +27,12 @@ pub const ANCHORS_IN_ROW: i64 = 64;
 /// copies both write paths skip (format 15; the bound of 64 before left 34% and 53%).
 pub const RANKED_COPIES_ABOVE: i64 = 256;
 
+/// How many ranked copies of referring-domain rows a snapshot keeps per item: those of
+/// its first rows in rank order, what GetRefDomains reads at its default `AnalysisDepth`.
+/// A read past them sorts the item's later rows from `refdomains` (format 30); at 4.35M
+/// links about 40% of the copies lie past it.
+pub const SNAPSHOT_RANKED_REF_DOMAINS: usize = 1_000;
+
 /// Whether an item whose table holds `rows` member rows keeps ranked copies of them.
 pub(crate) fn has_ranked_copies(rows: i64) -> bool {
     rows > RANKED_COPIES_ABOVE
@@ -35,7 +41,7 @@ pub(crate) fn has_ranked_copies(rows: i64) -> bool {
 /// A referring-domain or anchor-text row: kept in its table under `item_key | member |
 /// 0` and, when the item has more than [`RANKED_COPIES_ABOVE`] of them, copied under
 /// `item_key | rank | member | 0` in its ranked table.
-pub(crate) trait Ranked: Sized {
+pub(crate) trait Ranked: Sized + Clone {
     /// The table of the rows and that of their ranked copies.
     const TABLE: &'static str;
     const RANKED_TABLE: &'static str;
@@ -49,6 +55,9 @@ pub(crate) trait Ranked: Sized {
     fn pick(rows: (Vec<RefDomain>, Vec<AnchorText>)) -> Vec<Self>;
     /// The order of the ranked table: rank words descending, then member.
     fn ranked_order(&self, other: &Self) -> std::cmp::Ordering;
+    /// How many of an item's ranked copies a snapshot keeps, the first in rank order;
+    /// `None`: all of them.
+    const SNAPSHOT_KEEPS: Option<usize>;
 }
 
 macro_rules! counter_fields {
@@ -473,6 +482,7 @@ impl Ranked for RefDomain {
     const TABLE: &'static str = CF_REFDOMAINS;
     const RANKED_TABLE: &'static str = CF_REFDOMAINS_RANKED;
     const RANK_WORDS: usize = RefDomain::RANK_WORDS;
+    const SNAPSHOT_KEEPS: Option<usize> = Some(SNAPSHOT_RANKED_REF_DOMAINS);
     fn decode(domain: &str, buf: &[u8]) -> Result<Self> {
         RefDomain::decode(domain, buf)
     }
@@ -554,6 +564,9 @@ impl Ranked for AnchorText {
     const TABLE: &'static str = CF_ANCHORS;
     const RANKED_TABLE: &'static str = CF_ANCHORS_RANKED;
     const RANK_WORDS: usize = AnchorText::RANK_WORDS;
+    // Anchor-text reads with a filter scan far down the ranked rows (`ANCHOR_SCAN_LIMIT`),
+    // and the copies are few (0.7 bytes per backlink at 4.35M links): all kept.
+    const SNAPSHOT_KEEPS: Option<usize> = None;
     fn decode(text: &str, buf: &[u8]) -> Result<Self> {
         AnchorText::decode(text, buf)
     }

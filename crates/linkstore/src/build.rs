@@ -25,7 +25,7 @@
 
 use crate::aggregate::{
     accumulate, has_ranked_copies, AnchorText, Counters, RefDomain, RowAnchors, TimelineDelta,
-    ANCHORS_IN_ROW,
+    ANCHORS_IN_ROW, SNAPSHOT_RANKED_REF_DOMAINS,
 };
 use crate::crawl::{crawl_order, crawl_status, newer_crawl, next_state, CrawlOrder, UrlMetrics};
 use crate::error::{Error, Result};
@@ -621,17 +621,28 @@ impl AnchorRun {
 
 /// The ranked copies of one item's referring-domain or anchor rows, held back until the
 /// item has more than [`RANKED_COPIES_ABOVE`](crate::aggregate::RANKED_COPIES_ABOVE)
-/// rows: a smaller item keeps none.
+/// rows: a smaller item keeps none. With a limit (a snapshot's referring domains,
+/// [`Ranked::SNAPSHOT_KEEPS`](crate::aggregate::Ranked::SNAPSHOT_KEEPS)) only the
+/// item's first copies in rank order are kept, held until the item ends.
 #[derive(Default)]
 struct RankedCopies {
     item_key: Vec<u8>,
     rows: i64,
-    held: Vec<(Vec<u8>, Vec<u8>)>,
+    /// `(table, ranked key, value)`: a ranked key's bytes sort in rank order.
+    held: Vec<Row>,
+    limit: Option<usize>,
 }
 
 impl RankedCopies {
+    fn new(limit: Option<usize>) -> RankedCopies {
+        RankedCopies {
+            limit,
+            ..Default::default()
+        }
+    }
+
     /// The next row of the table (rows come item by item): emits its ranked copy, and
-    /// those held, once its item turns out large.
+    /// those held, once its item turns out large (without a limit), or holds it.
     fn add<K: BuiltKey>(
         &mut self,
         item_key: &[u8],
@@ -640,21 +651,46 @@ impl RankedCopies {
         emit: &mut Emit<'_>,
     ) {
         if self.item_key != item_key {
-            self.item_key.clear();
+            self.end(emit);
             self.item_key.extend_from_slice(item_key);
-            self.rows = 0;
-            self.held.clear();
         }
         self.rows += 1;
-        let (table, key, value) = row(ranked, value);
-        if !has_ranked_copies(self.rows) {
-            self.held.push((key, value));
-            return;
+        self.held.push(row(ranked, value));
+        match self.limit {
+            // The first `limit` keys of twice as many: memory bounded, work amortised.
+            Some(limit) if self.held.len() == 2 * limit => self.keep_first(limit),
+            Some(_) => {}
+            None if has_ranked_copies(self.rows) => {
+                for (table, key, value) in self.held.drain(..) {
+                    emit(table, key, value);
+                }
+            }
+            None => {}
         }
-        for (key, value) in self.held.drain(..) {
-            emit(table, key, value);
+    }
+
+    /// Ends the item: emits what it holds if the item turned out large.
+    fn end(&mut self, emit: &mut Emit<'_>) {
+        if let Some(limit) = self.limit {
+            if has_ranked_copies(self.rows) {
+                self.keep_first(limit);
+                for (table, key, value) in self.held.drain(..) {
+                    emit(table, key, value);
+                }
+            }
         }
-        emit(table, key, value);
+        self.item_key.clear();
+        self.rows = 0;
+        self.held.clear();
+    }
+
+    /// Keeps the `limit` held copies first in rank order.
+    fn keep_first(&mut self, limit: usize) {
+        if self.held.len() > limit {
+            self.held
+                .select_nth_unstable_by(limit, |a, b| a.1.cmp(&b.1));
+            self.held.truncate(limit);
+        }
     }
 }
 
@@ -671,7 +707,9 @@ impl Reducer {
             summing: None,
             stage: 0,
             item_rows: Vec::new(),
-            ranked_ref_domains: RankedCopies::default(),
+            ranked_ref_domains: RankedCopies::new(
+                (!writer_rows).then_some(SNAPSHOT_RANKED_REF_DOMAINS),
+            ),
             ranked_anchors: RankedCopies::default(),
             last_subnet: Vec::new(),
             anchor_run: AnchorRun::default(),
@@ -692,6 +730,9 @@ impl Reducer {
     /// a sorter, before its fed rows are sorted.
     pub fn finish(&mut self, out: &mut dyn ReduceOut) {
         self.anchor_run.end(out);
+        let fed = &mut |t, k, v| out.feed(t, k, v);
+        self.ranked_ref_domains.end(fed);
+        self.ranked_anchors.end(fed);
         let items = matches!(self.summing.take(), Some(Summing::Items(_)));
         let whole = self.sum.take_whole();
         let named_urls = self.host_urls.end_group(&self.hasher, out);

@@ -30,7 +30,7 @@ mod writer;
 
 pub use aggregate::{
     AnchorText, Counters, RefDomain, ANCHORS_IN_ROW, MEMBER_ROW_VERSION, RANKED_COPIES_ABOVE,
-    REF_DOMAIN_ROW_VERSION,
+    REF_DOMAIN_ROW_VERSION, SNAPSHOT_RANKED_REF_DOMAINS,
 };
 pub use anchor_query::{anchor_form, AnchorFilter, AnchorPage, AnchorQuery, ANCHOR_SCAN_LIMIT};
 pub use error::{Error, Result};

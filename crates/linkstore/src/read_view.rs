@@ -934,7 +934,9 @@ impl ReadView {
 
     /// Visits an item's rows of `T` in ranked order until `visit` returns false: its
     /// ranked copies, or, for an item too small to have them
-    /// ([`crate::aggregate::RANKED_COPIES_ABOVE`]), its few rows sorted here.
+    /// ([`crate::aggregate::RANKED_COPIES_ABOVE`]), its few rows sorted here. A snapshot
+    /// keeps only the first copies of a large item ([`Ranked::SNAPSHOT_KEEPS`]): the rows
+    /// past them are its table's, sorted here.
     pub(crate) fn scan_ranked<T: Ranked>(
         &self,
         item: &Item,
@@ -944,18 +946,42 @@ impl ReadView {
         let prefix = self.hasher.item_key(item);
         let mut it = self.prefix_iterator(T::RANKED_TABLE, &prefix);
         if it.valid() {
+            let kept = T::SNAPSHOT_KEEPS.filter(|_| self.snapshot_store);
+            let mut copies = 0;
+            let mut last = None;
             while let Some((key, value)) = it.item() {
                 let member = member_of_key(key, prefix.len(), T::RANK_WORDS, T::RANKED_TABLE)?;
-                if !visit(T::decode(member, value)?) {
+                let row = T::decode(member, value)?;
+                copies += 1;
+                if Some(copies) == kept {
+                    last = Some(row.clone());
+                }
+                if !visit(row) {
                     return Ok(());
                 }
                 it.next();
             }
-            return Ok(it.status()?);
+            it.status()?;
+            if let Some(last) = last {
+                let mut rows = self.member_rows::<T>(&prefix)?;
+                rows.retain(|r| r.ranked_order(&last).is_gt());
+                visit_in_rank_order(rows, visit);
+            }
+            return Ok(());
         }
         it.status()?;
+        let mut rows = self.member_rows::<T>(&prefix)?;
+        if rows.is_empty() {
+            rows = self.small_item_rows(item)?.unwrap_or_default();
+        }
+        visit_in_rank_order(rows, visit);
+        Ok(())
+    }
+
+    /// Every row of `T` under `prefix` (an item key), in member order.
+    fn member_rows<T: Ranked>(&self, prefix: &[u8]) -> Result<Vec<T>> {
         let mut rows = Vec::new();
-        let mut it = self.prefix_iterator(T::TABLE, &prefix);
+        let mut it = self.prefix_iterator(T::TABLE, prefix);
         while let Some((key, value)) = it.item() {
             rows.push(T::decode(
                 member_of_key(key, prefix.len(), 0, T::TABLE)?,
@@ -964,16 +990,7 @@ impl ReadView {
             it.next();
         }
         it.status()?;
-        if rows.is_empty() {
-            rows = self.small_item_rows(item)?.unwrap_or_default();
-        }
-        rows.sort_unstable_by(T::ranked_order);
-        for row in rows {
-            if !visit(row) {
-                break;
-            }
-        }
-        Ok(())
+        Ok(rows)
     }
 
     /// An iterator over the rows of `cf` whose keys start with `prefix`, at the first.
@@ -1211,6 +1228,16 @@ impl ReadView {
         }
         it.status()?;
         Ok(())
+    }
+}
+
+/// Sorts `rows` in ranked order and visits them until `visit` returns false.
+fn visit_in_rank_order<T: Ranked>(mut rows: Vec<T>, mut visit: impl FnMut(T) -> bool) {
+    rows.sort_unstable_by(T::ranked_order);
+    for row in rows {
+        if !visit(row) {
+            break;
+        }
     }
 }
 

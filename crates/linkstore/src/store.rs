@@ -26,7 +26,7 @@ struct Published {
 }
 
 /// Version of the key layout and column-family set, stored under `meta/format`.
-pub const FORMAT_VERSION: u8 = 29;
+pub const FORMAT_VERSION: u8 = 30;
 
 pub(crate) const CF_META: &str = "meta";
 /// `meta` key present in a snapshot store ([`Store::is_snapshot`]).

@@ -13,7 +13,8 @@ use super::contribution_sum::{HashMap, ItemSum};
 use super::linked_hosts::Alias;
 use super::Table;
 use crate::aggregate::{
-    accumulate, has_ranked_copies, AnchorText, Counters, RefDomain, RowAnchors,
+    accumulate, has_ranked_copies, AnchorText, Counters, Ranked, RefDomain, RowAnchors,
+    SNAPSHOT_RANKED_REF_DOMAINS,
 };
 use crate::keys::{DistinctKind, ItemHasher};
 use crate::table::{
@@ -146,32 +147,32 @@ pub(crate) fn item_rows(
     }
     run.end(item_key, &mut sum.ref_domains, keep, rows);
 
-    let ref_domains: Vec<_> = sum
+    let mut ref_domains: Vec<RefDomain> = sum
         .ref_domains
         .drain()
         .filter(|(_, row)| row.links > 0)
+        .map(|(domain, value)| RefDomain { domain, ..value })
         .collect();
-    let ranked = has_ranked_copies(ref_domains.len() as i64);
-    for (domain, mut value) in ref_domains {
+    let copies = ranked_copies(&mut ref_domains, keep);
+    for (i, value) in ref_domains.iter().enumerate() {
         let live = i64::from(value.live_links() > 0);
-        count(&ref_domain_counters(&domain, 1, live));
-        if let Some((source, delta)) = out_domain_counters(item_key, &domain, live, hasher) {
+        count(&ref_domain_counters(&value.domain, 1, live));
+        if let Some((source, delta)) = out_domain_counters(item_key, &value.domain, live, hasher) {
             fed(row(&CountersKey(&source), &delta));
         }
-        value.domain = domain;
-        let copy = ranked.then_some(RankedRefDomainKey {
+        let copy = (i < copies).then_some(RankedRefDomainKey {
             item_key,
-            row: &value,
+            row: value,
         });
         let key = RefDomainKey {
             item_key,
             domain: &value.domain,
         };
         if keep.writer_rows {
-            push_member(rows, keep.views(), &key, copy.as_ref(), &value);
+            push_member(rows, keep.views(), &key, copy.as_ref(), value);
         } else {
             let key = SnapshotRefDomainKey(key);
-            push_member(rows, keep.views(), &key, copy.as_ref(), &value);
+            push_member(rows, keep.views(), &key, copy.as_ref(), value);
         }
     }
 
@@ -206,6 +207,20 @@ pub(crate) fn item_rows(
     if let Some(delta) = counters {
         fed(row(&CountersKey(item_key), &delta));
     }
+}
+
+/// How many of an item's referring-domain rows get ranked copies: none for a small
+/// item, all in a store with writer rows, a snapshot's first
+/// [`SNAPSHOT_RANKED_REF_DOMAINS`] in rank order, which this moves to the front.
+fn ranked_copies(rows: &mut [RefDomain], keep: MemberRows) -> usize {
+    if !has_ranked_copies(rows.len() as i64) {
+        return 0;
+    }
+    if keep.writer_rows || rows.len() <= SNAPSHOT_RANKED_REF_DOMAINS {
+        return rows.len();
+    }
+    rows.select_nth_unstable_by(SNAPSHOT_RANKED_REF_DOMAINS, Ranked::ranked_order);
+    SNAPSHOT_RANKED_REF_DOMAINS
 }
 
 /// One referring domain's anchor texts as the item's `distinct` members come, in key
