@@ -33,6 +33,21 @@ pub const RANKED_COPIES_ABOVE: i64 = 256;
 /// links about 40% of the copies lie past it.
 pub const SNAPSHOT_RANKED_REF_DOMAINS: usize = 1_000;
 
+/// A snapshot's item with more referring-domain rows than this keeps a ranked copy of
+/// each: a read past the first [`SNAPSHOT_RANKED_REF_DOMAINS`] then reads and sorts at
+/// most this many rows, the most a read of ranked rows asks for (`MAX_ANALYSIS_DEPTH`).
+pub const SNAPSHOT_SORTED_ROWS_MAX: usize = 100_000;
+
+/// How many of its `rows` referring-domain rows (more than [`RANKED_COPIES_ABOVE`]) a
+/// snapshot's item keeps ranked copies of: the first in rank order.
+pub(crate) fn snapshot_ranked_copies(rows: usize) -> usize {
+    if rows > SNAPSHOT_SORTED_ROWS_MAX {
+        rows
+    } else {
+        rows.min(SNAPSHOT_RANKED_REF_DOMAINS)
+    }
+}
+
 /// Whether an item whose table holds `rows` member rows keeps ranked copies of them.
 pub(crate) fn has_ranked_copies(rows: i64) -> bool {
     rows > RANKED_COPIES_ABOVE
@@ -55,8 +70,8 @@ pub(crate) trait Ranked: Sized + Clone {
     fn pick(rows: (Vec<RefDomain>, Vec<AnchorText>)) -> Vec<Self>;
     /// The order of the ranked table: rank words descending, then member.
     fn ranked_order(&self, other: &Self) -> std::cmp::Ordering;
-    /// How many of an item's ranked copies a snapshot keeps, the first in rank order;
-    /// `None`: all of them.
+    /// How many of an item's ranked copies a snapshot keeps, the first in rank order,
+    /// unless it has more than [`SNAPSHOT_SORTED_ROWS_MAX`] rows; `None`: all of them.
     const SNAPSHOT_KEEPS: Option<usize>;
 }
 
@@ -666,6 +681,17 @@ mod tests {
         assert_eq!(row.anchors.bump("b", -1), -1);
         assert_eq!(row.anchors.counts, vec![("a".to_string(), 1)]);
         assert_eq!(row.anchors.texts, 1);
+    }
+
+    #[test]
+    fn a_snapshot_keeps_the_first_copies_up_to_the_rows_it_may_sort() {
+        let kept = SNAPSHOT_RANKED_REF_DOMAINS;
+        assert_eq!(snapshot_ranked_copies(300), 300);
+        assert_eq!(snapshot_ranked_copies(kept), kept);
+        assert_eq!(snapshot_ranked_copies(kept + 1), kept);
+        assert_eq!(snapshot_ranked_copies(SNAPSHOT_SORTED_ROWS_MAX), kept);
+        let past = SNAPSHOT_SORTED_ROWS_MAX + 1;
+        assert_eq!(snapshot_ranked_copies(past), past);
     }
 
     #[test]

@@ -25,7 +25,7 @@
 
 use crate::aggregate::{
     accumulate, has_ranked_copies, AnchorText, Counters, RefDomain, RowAnchors, TimelineDelta,
-    ANCHORS_IN_ROW, SNAPSHOT_RANKED_REF_DOMAINS,
+    ANCHORS_IN_ROW, SNAPSHOT_RANKED_REF_DOMAINS, SNAPSHOT_SORTED_ROWS_MAX,
 };
 use crate::crawl::{crawl_order, crawl_status, newer_crawl, next_state, CrawlOrder, UrlMetrics};
 use crate::error::{Error, Result};
@@ -622,8 +622,9 @@ impl AnchorRun {
 /// The ranked copies of one item's referring-domain or anchor rows, held back until the
 /// item has more than [`RANKED_COPIES_ABOVE`](crate::aggregate::RANKED_COPIES_ABOVE)
 /// rows: a smaller item keeps none. With a limit (a snapshot's referring domains,
-/// [`Ranked::SNAPSHOT_KEEPS`](crate::aggregate::Ranked::SNAPSHOT_KEEPS)) only the
-/// item's first copies in rank order are kept, held until the item ends.
+/// [`snapshot_ranked_copies`]) they are held until the item ends, then only the first
+/// `limit` in rank order are kept, unless the item has more than
+/// [`SNAPSHOT_SORTED_ROWS_MAX`] rows: so at most that many copies are held.
 #[derive(Default)]
 struct RankedCopies {
     item_key: Vec<u8>,
@@ -642,7 +643,7 @@ impl RankedCopies {
     }
 
     /// The next row of the table (rows come item by item): emits its ranked copy, and
-    /// those held, once its item turns out large (without a limit), or holds it.
+    /// those held, once its item turns out to keep every copy, or holds it.
     fn add<K: BuiltKey>(
         &mut self,
         item_key: &[u8],
@@ -656,41 +657,32 @@ impl RankedCopies {
         }
         self.rows += 1;
         self.held.push(row(ranked, value));
-        match self.limit {
-            // The first `limit` keys of twice as many: memory bounded, work amortised.
-            Some(limit) if self.held.len() == 2 * limit => self.keep_first(limit),
-            Some(_) => {}
-            None if has_ranked_copies(self.rows) => {
-                for (table, key, value) in self.held.drain(..) {
-                    emit(table, key, value);
-                }
+        let every_copy = match self.limit {
+            None => has_ranked_copies(self.rows),
+            Some(_) => self.rows as usize > SNAPSHOT_SORTED_ROWS_MAX,
+        };
+        if every_copy {
+            for (table, key, value) in self.held.drain(..) {
+                emit(table, key, value);
             }
-            None => {}
         }
     }
 
-    /// Ends the item: emits what it holds if the item turned out large.
+    /// Ends the item: emits the first `limit` copies it holds if it turned out large.
     fn end(&mut self, emit: &mut Emit<'_>) {
-        if let Some(limit) = self.limit {
-            if has_ranked_copies(self.rows) {
-                self.keep_first(limit);
-                for (table, key, value) in self.held.drain(..) {
-                    emit(table, key, value);
-                }
+        if let Some(limit) = self.limit.filter(|_| has_ranked_copies(self.rows)) {
+            if self.held.len() > limit {
+                self.held
+                    .select_nth_unstable_by(limit, |a, b| a.1.cmp(&b.1));
+                self.held.truncate(limit);
+            }
+            for (table, key, value) in self.held.drain(..) {
+                emit(table, key, value);
             }
         }
         self.item_key.clear();
         self.rows = 0;
         self.held.clear();
-    }
-
-    /// Keeps the `limit` held copies first in rank order.
-    fn keep_first(&mut self, limit: usize) {
-        if self.held.len() > limit {
-            self.held
-                .select_nth_unstable_by(limit, |a, b| a.1.cmp(&b.1));
-            self.held.truncate(limit);
-        }
     }
 }
 

@@ -936,7 +936,7 @@ impl ReadView {
     /// ranked copies, or, for an item too small to have them
     /// ([`crate::aggregate::RANKED_COPIES_ABOVE`]), its few rows sorted here. A snapshot
     /// keeps only the first copies of a large item ([`Ranked::SNAPSHOT_KEEPS`]): the rows
-    /// past them are its table's, sorted here.
+    /// past them are its table's (at most `SNAPSHOT_SORTED_ROWS_MAX`), sorted here.
     pub(crate) fn scan_ranked<T: Ranked>(
         &self,
         item: &Item,
@@ -962,7 +962,8 @@ impl ReadView {
                 it.next();
             }
             it.status()?;
-            if let Some(last) = last {
+            // An item with more copies kept every one (`SNAPSHOT_SORTED_ROWS_MAX`).
+            if let Some(last) = last.filter(|_| Some(copies) == kept) {
                 let mut rows = self.member_rows::<T>(&prefix)?;
                 rows.retain(|r| r.ranked_order(&last).is_gt());
                 visit_in_rank_order(rows, visit);

@@ -13,8 +13,8 @@ use super::contribution_sum::{HashMap, ItemSum};
 use super::linked_hosts::Alias;
 use super::Table;
 use crate::aggregate::{
-    accumulate, has_ranked_copies, AnchorText, Counters, Ranked, RefDomain, RowAnchors,
-    SNAPSHOT_RANKED_REF_DOMAINS,
+    accumulate, has_ranked_copies, snapshot_ranked_copies, AnchorText, Counters, Ranked, RefDomain,
+    RowAnchors,
 };
 use crate::keys::{DistinctKind, ItemHasher};
 use crate::table::{
@@ -210,17 +210,20 @@ pub(crate) fn item_rows(
 }
 
 /// How many of an item's referring-domain rows get ranked copies: none for a small
-/// item, all in a store with writer rows, a snapshot's first
-/// [`SNAPSHOT_RANKED_REF_DOMAINS`] in rank order, which this moves to the front.
+/// item, all in a store with writer rows, a snapshot's [`snapshot_ranked_copies`] first
+/// in rank order, which this moves to the front.
 fn ranked_copies(rows: &mut [RefDomain], keep: MemberRows) -> usize {
     if !has_ranked_copies(rows.len() as i64) {
         return 0;
     }
-    if keep.writer_rows || rows.len() <= SNAPSHOT_RANKED_REF_DOMAINS {
-        return rows.len();
+    let copies = match keep.writer_rows {
+        true => rows.len(),
+        false => snapshot_ranked_copies(rows.len()),
+    };
+    if copies < rows.len() {
+        rows.select_nth_unstable_by(copies, Ranked::ranked_order);
     }
-    rows.select_nth_unstable_by(SNAPSHOT_RANKED_REF_DOMAINS, Ranked::ranked_order);
-    SNAPSHOT_RANKED_REF_DOMAINS
+    copies
 }
 
 /// One referring domain's anchor texts as the item's `distinct` members come, in key
