@@ -24,8 +24,8 @@
 //! ranges never overlap.
 
 use crate::aggregate::{
-    accumulate, has_ranked_copies, AnchorText, Counters, RefDomain, RowAnchors, TimelineDelta,
-    ANCHORS_IN_ROW, SNAPSHOT_RANKED_REF_DOMAINS, SNAPSHOT_SORTED_ROWS_MAX,
+    accumulate, has_ranked_copies, snapshot_ranked_copies, AnchorText, Counters, RefDomain,
+    RowAnchors, TimelineDelta, ANCHORS_IN_ROW, SNAPSHOT_SORTED_ROWS_MAX,
 };
 use crate::crawl::{crawl_order, crawl_status, newer_crawl, next_state, CrawlOrder, UrlMetrics};
 use crate::error::{Error, Result};
@@ -621,23 +621,23 @@ impl AnchorRun {
 
 /// The ranked copies of one item's referring-domain or anchor rows, held back until the
 /// item has more than [`RANKED_COPIES_ABOVE`](crate::aggregate::RANKED_COPIES_ABOVE)
-/// rows: a smaller item keeps none. With a limit (a snapshot's referring domains,
-/// [`snapshot_ranked_copies`]) they are held until the item ends, then only the first
-/// `limit` in rank order are kept, unless the item has more than
-/// [`SNAPSHOT_SORTED_ROWS_MAX`] rows: so at most that many copies are held.
+/// rows: a smaller item keeps none. A snapshot's referring domains (`first_only`) are
+/// held until the item ends, then its [`snapshot_ranked_copies`] first in rank order
+/// are kept, unless the item has more than [`SNAPSHOT_SORTED_ROWS_MAX`] rows and keeps
+/// every copy: so at most that many copies are held.
 #[derive(Default)]
 struct RankedCopies {
     item_key: Vec<u8>,
     rows: i64,
     /// `(table, ranked key, value)`: a ranked key's bytes sort in rank order.
     held: Vec<Row>,
-    limit: Option<usize>,
+    first_only: bool,
 }
 
 impl RankedCopies {
-    fn new(limit: Option<usize>) -> RankedCopies {
+    fn new(first_only: bool) -> RankedCopies {
         RankedCopies {
-            limit,
+            first_only,
             ..Default::default()
         }
     }
@@ -657,9 +657,9 @@ impl RankedCopies {
         }
         self.rows += 1;
         self.held.push(row(ranked, value));
-        let every_copy = match self.limit {
-            None => has_ranked_copies(self.rows),
-            Some(_) => self.rows as usize > SNAPSHOT_SORTED_ROWS_MAX,
+        let every_copy = match self.first_only {
+            false => has_ranked_copies(self.rows),
+            true => self.rows as usize > SNAPSHOT_SORTED_ROWS_MAX,
         };
         if every_copy {
             for (table, key, value) in self.held.drain(..) {
@@ -668,9 +668,10 @@ impl RankedCopies {
         }
     }
 
-    /// Ends the item: emits the first `limit` copies it holds if it turned out large.
+    /// Ends the item: emits the first copies it holds if it turned out large.
     fn end(&mut self, emit: &mut Emit<'_>) {
-        if let Some(limit) = self.limit.filter(|_| has_ranked_copies(self.rows)) {
+        if self.first_only && has_ranked_copies(self.rows) {
+            let limit = snapshot_ranked_copies(self.held.len());
             if self.held.len() > limit {
                 self.held
                     .select_nth_unstable_by(limit, |a, b| a.1.cmp(&b.1));
@@ -699,9 +700,7 @@ impl Reducer {
             summing: None,
             stage: 0,
             item_rows: Vec::new(),
-            ranked_ref_domains: RankedCopies::new(
-                (!writer_rows).then_some(SNAPSHOT_RANKED_REF_DOMAINS),
-            ),
+            ranked_ref_domains: RankedCopies::new(!writer_rows),
             ranked_anchors: RankedCopies::default(),
             last_subnet: Vec::new(),
             anchor_run: AnchorRun::default(),
