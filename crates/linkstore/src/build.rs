@@ -330,7 +330,7 @@ impl PageRows {
                 // A bulk build's rows are generation 0's, as its backlink rows are.
                 let key = SourceKey {
                     generation: 0,
-                    hash: url_hash(&url),
+                    source: url_hash(&url),
                 };
                 emit_row(emit, &key, &row);
             }

@@ -17,10 +17,12 @@ use crate::build::{Table, TableFileWriter};
 use crate::error::{Error, Result};
 use crate::item::Item;
 use crate::item::{host_of, root_domain, Level};
+use crate::keys::{link_of, url_hash};
 use crate::metrics::ItemMetrics;
 use crate::record::{FlowPair, FlowSlots, LinkEnd};
 use crate::store::{
     prefix_successor, Store, CF_BACKLINKS, CF_META, CF_METRICS, CF_SOURCES, CF_TOP_PAGES,
+    NUMBERED_GENERATION,
 };
 use crate::table::{
     is_pointer, put_row, source_row_missing, url_row_missing, BacklinkKey, Empty, MetricsKey,
@@ -331,8 +333,8 @@ impl FlowUpdate<'_> {
         let mut source_files = TableFiles::new(scratch.0.join("sources"), |path| {
             TableFileWriter::create(Table::Sources, path)
         })?;
-        let source_checks = match s.is_snapshot() {
-            true => Some(SourceChecks::read_and_carry(
+        let source_pages = match s.is_snapshot() {
+            true => Some(SourcePages::read_and_carry(
                 s,
                 next,
                 &end_of,
@@ -347,7 +349,7 @@ impl FlowUpdate<'_> {
                 .enumerate()
                 .map(|(part, source)| {
                     let (end_of, rows, dir) = (&end_of, &rows, scratch.0.join(part.to_string()));
-                    let source_checks = source_checks.as_ref();
+                    let source_pages = source_pages.as_ref();
                     scope.spawn(move || {
                         let mut rekey = Rekey {
                             store: s,
@@ -356,7 +358,7 @@ impl FlowUpdate<'_> {
                             batches: Batches::new(s),
                             item_buffer_bytes,
                             end_of,
-                            source_checks,
+                            source_pages,
                             rows,
                             counted: 0,
                         };
@@ -401,7 +403,12 @@ impl FlowUpdate<'_> {
         s.flush()?;
         let mut sync = WriteOptions::default();
         sync.set_sync(true);
-        s.db.put_cf_opt(s.cf(CF_META), b"generation", [next], &sync)?;
+        let mut switch = WriteBatch::default();
+        switch.put_cf(s.cf(CF_META), b"generation", [next]);
+        if source_pages.is_some() {
+            switch.put_cf(s.cf(CF_META), NUMBERED_GENERATION, [next]);
+        }
+        s.db.write_opt(switch, &sync)?;
         // A served store's readers must see the new rows before they ask for them; a
         // reader may still hold the previous snapshot, so its files stay until compacted.
         let served = s.is_published();
@@ -433,39 +440,74 @@ impl FlowUpdate<'_> {
     }
 }
 
-/// A snapshot's source rows by URL hash, each with the check of its fields
-/// ([`SourceRow::check`](crate::source_row::SourceRow::check)): 16 bytes a source page,
-/// sorted.
-struct SourceChecks(Vec<(u64, u64)>);
+/// A snapshot's source pages: the URL hash of each source row of the serving generation
+/// with the check of its fields ([`SourceRow::check`](crate::source_row::SourceRow::check)),
+/// 16 bytes a page, sorted by hash. A page's place here is its number, the name the next
+/// generation's keys give it (`docs/format.md`, "Source pages by number").
+struct SourcePages {
+    pages: Vec<(u64, u64)>,
+    /// The serving generation's keys name pages by number, else by URL hash.
+    numbered: bool,
+}
 
-impl SourceChecks {
-    /// The checks of the serving generation's source rows; and each row, with the
-    /// Citation Flow and topics `end_of` gives its page, written as generation `next`'s
+impl SourcePages {
+    /// The serving generation's source pages; and each page's row, with the Citation
+    /// Flow and topics `end_of` gives it, written under its number as generation `next`'s
     /// into `files`, as its records are.
     fn read_and_carry(
         store: &Store,
         next: u8,
         end_of: &impl Fn(u64, EndName<'_>) -> Option<LinkEnd>,
         files: &mut TableFiles,
-    ) -> Result<SourceChecks> {
-        let mut checks = Vec::new();
-        store.read().each_source_row(|hash, row| {
-            checks.push((hash, row.check()));
-            let end = end_of(hash, EndName::Url(&row.url)).unwrap_or_default();
+    ) -> Result<SourcePages> {
+        let view = store.read();
+        let numbered = store.numbers_sources(view.generation)?;
+        let mut pages: Vec<(u64, u64)> = Vec::new();
+        // Rows come in key order, which is their URL hashes' order whether keyed by hash
+        // or by number (a hash's rank).
+        view.each_source_row(|name, row| {
+            let hash = url_hash(&row.url);
+            let misnamed = match numbered {
+                true => name != pages.len() as u64,
+                false => name != hash,
+            };
+            if misnamed || pages.last().is_some_and(|&(last, _)| last >= hash) {
+                return Err(Error::corrupt(
+                    CF_SOURCES,
+                    "a source row keyed by neither its URL's hash nor its number",
+                ));
+            }
             let key = SourceKey {
                 generation: next,
-                hash,
+                source: pages.len() as u64,
             };
+            pages.push((hash, row.check()));
+            let end = end_of(hash, EndName::Url(&row.url)).unwrap_or_default();
             files.put(&key.encode(), &row.with_end(&end).encode())
         })?;
-        Ok(SourceChecks(checks))
+        Ok(SourcePages { pages, numbered })
     }
 
-    /// True when the source row of `hash` has fields whose check is `check`.
+    /// The URL hash of the source page the serving generation's keys name `name`.
+    fn hash_of(&self, name: u64) -> Result<u64> {
+        if !self.numbered {
+            return Ok(name);
+        }
+        let page = usize::try_from(name).ok().and_then(|at| self.pages.get(at));
+        page.map(|&(hash, _)| hash).ok_or_else(source_row_missing)
+    }
+
+    /// The number of the source page whose URL hash is `hash`.
+    fn number_of(&self, hash: u64) -> Result<u64> {
+        let at = self.pages.binary_search_by_key(&hash, |&(h, _)| h);
+        at.map(|at| at as u64).map_err(|_| source_row_missing())
+    }
+
+    /// True when the source page of `hash` has fields whose check is `check`.
     fn holds(&self, hash: u64, check: u64) -> bool {
-        self.0
+        self.pages
             .binary_search_by_key(&hash, |&(h, _)| h)
-            .is_ok_and(|i| self.0[i].1 == check)
+            .is_ok_and(|i| self.pages[i].1 == check)
     }
 }
 
@@ -516,9 +558,9 @@ struct Rekey<'a, E> {
     batches: Batches<'a>,
     item_buffer_bytes: usize,
     end_of: &'a E,
-    /// In a snapshot, the checks of its source rows: a URL row whose source fields
-    /// match leaves them to the row.
-    source_checks: Option<&'a SourceChecks>,
+    /// In a snapshot, its source pages: a URL row whose source fields match its page's
+    /// leaves them to the page's row, and the next generation names pages by number.
+    source_pages: Option<&'a SourcePages>,
     /// Rows re-keyed by every thread, for progress; `counted` by this one since it last
     /// added to it.
     rows: &'a AtomicU64,
@@ -573,7 +615,11 @@ impl<E: Fn(u64, EndName<'_>) -> Option<LinkEnd>> Rekey<'_, E> {
     /// a record or a kept facts row).
     fn rekey(&mut self, k: &[u8], v: &[u8]) -> Result<()> {
         let key = BacklinkKey::parse(k)?;
-        let (source_hash, target_hash) = crate::keys::link_hashes(&key.link);
+        let (source_name, target_hash) = crate::keys::link_hashes(&key.link);
+        let source_hash = match self.source_pages {
+            Some(pages) => pages.hash_of(source_name)?,
+            None => source_name,
+        };
         let (source_trust_flow, value) = if facts_row::is_facts_row(v) {
             // A host's or root domain's row a bulk build kept for this flow build.
             if key.is_url_row(&self.store.hasher) {
@@ -588,7 +634,7 @@ impl<E: Fn(u64, EndName<'_>) -> Option<LinkEnd>> Rekey<'_, E> {
             let source = match (self.end_of)(source_hash, EndName::Hash) {
                 Some(end) => end,
                 None => {
-                    let url = self.source_of_pointer(&key, source_hash)?;
+                    let url = self.source_of_pointer(&key, source_name)?;
                     (self.end_of)(source_hash, EndName::Url(&url)).unwrap_or_default()
                 }
             };
@@ -597,7 +643,7 @@ impl<E: Fn(u64, EndName<'_>) -> Option<LinkEnd>> Rekey<'_, E> {
             let slots = FlowSlots::find(v)?;
             let end = |hash, url| (self.end_of)(hash, EndName::Url(url)).unwrap_or_default();
             let source = if slots.has_source_row() {
-                self.end_by_hash(source_hash)?
+                self.end_by_hash(source_hash, source_name)?
             } else {
                 end(source_hash, slots.source_url)
             };
@@ -605,17 +651,22 @@ impl<E: Fn(u64, EndName<'_>) -> Option<LinkEnd>> Rekey<'_, E> {
                 let target = end(target_hash, slots.target_url);
                 let to_source_row = !slots.has_source_row()
                     && self
-                        .source_checks
-                        .is_some_and(|c| c.holds(source_hash, slots.source_check(v)));
+                        .source_pages
+                        .is_some_and(|p| p.holds(source_hash, slots.source_check(v)));
                 slots.rewrite(v, &source, &target, to_source_row)
             } else {
                 POINTER.to_vec()
             };
             (source.flow.trust_flow, value)
         };
+        let link = match self.source_pages {
+            Some(pages) => link_of(pages.number_of(source_hash)?, target_hash),
+            None => key.link,
+        };
         let key = BacklinkKey {
             generation: self.next,
             source_trust_flow,
+            link,
             ..key
         };
         self.put(key, value)?;
@@ -628,8 +679,9 @@ impl<E: Fn(u64, EndName<'_>) -> Option<LinkEnd>> Rekey<'_, E> {
     }
 
     /// The source URL of a pointer row of the serving generation, from the URL row it
-    /// names: only when its source's hashes do not settle which URL it is.
-    fn source_of_pointer(&self, key: &BacklinkKey, source_hash: u64) -> Result<String> {
+    /// names: only when its source's hashes do not settle which URL it is. `source_name`
+    /// is the source's name in the row's key.
+    fn source_of_pointer(&self, key: &BacklinkKey, source_name: u64) -> Result<String> {
         let s = self.store;
         let at_url = key.url_row(&s.hasher).bytes();
         let record =
@@ -637,26 +689,27 @@ impl<E: Fn(u64, EndName<'_>) -> Option<LinkEnd>> Rekey<'_, E> {
                 .ok_or_else(url_row_missing)?;
         let slots = FlowSlots::find(&record)?;
         if slots.has_source_row() {
-            return self.source_row_url(source_hash);
+            return self.source_row_url(source_name);
         }
         Ok(slots.source_url.to_string())
     }
 
     /// The end of a record's source that its source row names (by the URL's hash, or
-    /// by the row's URL when the hash does not settle it).
-    fn end_by_hash(&self, source_hash: u64) -> Result<LinkEnd> {
+    /// by the row's URL when the hash does not settle it); `source_name` is the source's
+    /// name in the serving generation's keys.
+    fn end_by_hash(&self, source_hash: u64, source_name: u64) -> Result<LinkEnd> {
         if let Some(end) = (self.end_of)(source_hash, EndName::Hash) {
             return Ok(end);
         }
-        let url = self.source_row_url(source_hash)?;
+        let url = self.source_row_url(source_name)?;
         Ok((self.end_of)(source_hash, EndName::Url(&url)).unwrap_or_default())
     }
 
-    /// The URL of the source row of `source_hash`.
-    fn source_row_url(&self, source_hash: u64) -> Result<String> {
+    /// The URL of the serving generation's source row of `source_name`.
+    fn source_row_url(&self, source_name: u64) -> Result<String> {
         let key = SourceKey {
             generation: self.store.generation(),
-            hash: source_hash,
+            source: source_name,
         };
         let row = self.store.row(&key)?;
         Ok(row.ok_or_else(source_row_missing)?.url)

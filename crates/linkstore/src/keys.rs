@@ -122,13 +122,20 @@ pub fn url_check_hash(url: &str) -> u32 {
 
 /// `links` CF: `source_url_hash | target_url_hash`.
 pub fn link_key(source: &str, target: &str) -> [u8; 16] {
+    link_of(url_hash(source), url_hash(target))
+}
+
+/// A link key naming its source by `source` (its URL's hash, or in a snapshot's numbered
+/// generation its page number) and its target by its URL's hash.
+pub(crate) fn link_of(source: u64, target: u64) -> [u8; 16] {
     let mut k = [0u8; 16];
-    k[..8].copy_from_slice(&url_hash(source).to_be_bytes());
-    k[8..].copy_from_slice(&url_hash(target).to_be_bytes());
+    k[..8].copy_from_slice(&source.to_be_bytes());
+    k[8..].copy_from_slice(&target.to_be_bytes());
     k
 }
 
-/// The source and target URL hashes a [`link_key`] holds.
+/// The source and target a [`link_key`] (or [`link_of`]) holds: the source's name (URL
+/// hash or page number), the target URL's hash.
 pub(crate) fn link_hashes(link: &[u8; 16]) -> (u64, u64) {
     let (source, target) = link.split_at(8);
     let hash = |b: &[u8]| u64::from_be_bytes(b.try_into().expect("8 bytes"));

@@ -56,7 +56,9 @@ pub use small_item::MEMBER_ROWS_ABOVE;
 pub use store::{
     sibling_path, Store, StoreMemory, StoreOptions, StoreStamp, ALL_CFS, FORMAT_VERSION,
 };
-pub use table::{row_flow_edges, BACKLINK_POINTER, LINK_AT_TARGET, PAGE_FLOW_TARGETS};
+pub use table::{
+    row_flow_edges, source_row_url, BACKLINK_POINTER, LINK_AT_TARGET, PAGE_FLOW_TARGETS,
+};
 pub use table_disk::TableDisk;
 pub use topic::{is_topic, TAXONOMY};
 pub use writer::{ApplyStats, ExpireStats, Writer};

@@ -585,12 +585,12 @@ impl ReadView {
                 item, records_only, ..
             } = &parts[part];
             let key = BacklinkKey::parse(key)?;
-            let source_hash = link_hashes(&key.link).0;
+            let source_name = link_hashes(&key.link).0;
             match is_pointer(value)? {
                 false => {
                     let mut rec = LinkRecord::decode(value)?;
                     if rec.has_source_row() {
-                        if let Some(source) = self.source_rows.get(self.generation, source_hash) {
+                        if let Some(source) = self.source_rows.get(self.generation, source_name) {
                             rec.set_source(&source);
                         }
                     }
@@ -601,7 +601,7 @@ impl ReadView {
                             return Ok(());
                         }
                     } else {
-                        held.push(ScannedRow::Record(rec, part, source_hash));
+                        held.push(ScannedRow::Record(rec, part, source_name));
                     }
                 }
                 // A URL's own rows hold their records: a pointer under its hash is a
@@ -609,7 +609,7 @@ impl ReadView {
                 true if *records_only => {}
                 true => {
                     let at_url = key.url_row(&self.hasher).bytes();
-                    held.push(ScannedRow::AtUrl(at_url, part, source_hash));
+                    held.push(ScannedRow::AtUrl(at_url, part, source_name));
                 }
             }
             it.next();
@@ -722,22 +722,22 @@ impl ReadView {
         Ok(true)
     }
 
-    /// Gives the records with a source row (`rows`: record, part, source URL hash) their
+    /// Gives the records with a source row (`rows`: record, part, source name) their
     /// source fields: those read lately from memory, the others in one multi-get.
     fn set_sources(&self, rows: &mut [(LinkRecord, usize, u64)]) -> Result<()> {
-        let hashes: Vec<u64> = rows
+        let names: Vec<u64> = rows
             .iter()
             .filter(|(rec, ..)| rec.has_source_row())
-            .map(|&(_, _, hash)| hash)
+            .map(|&(_, _, name)| name)
             .collect();
-        if hashes.is_empty() {
+        if names.is_empty() {
             return Ok(());
         }
         let generation = self.generation;
         let sources = self
             .source_rows
-            .get_or_read(generation, &hashes, |missing| {
-                let key = |&hash| SourceKey { generation, hash };
+            .get_or_read(generation, &names, |missing| {
+                let key = |&source| SourceKey { generation, source };
                 self.rows(&missing.iter().map(key).collect::<Vec<_>>())
             })?;
         let waiting = rows.iter_mut().filter(|(rec, ..)| rec.has_source_row());
@@ -1179,32 +1179,32 @@ impl ReadView {
                 Some(sources) => sources,
                 None => sources.insert(self.all_source_rows()?),
             };
-            let source_hash = link_hashes(&BacklinkKey::parse(key)?.link).0;
+            let source_name = link_hashes(&BacklinkKey::parse(key)?.link).0;
             let at = sources
-                .binary_search_by_key(&source_hash, |&(hash, _)| hash)
+                .binary_search_by_key(&source_name, |&(name, _)| name)
                 .map_err(|_| source_row_missing())?;
             visit(value, Some(&sources[at].1))
         })
     }
 
-    /// Every source row, by its URL's hash (ascending, as stored).
+    /// Every source row, by its page's name (ascending, as stored).
     fn all_source_rows(&self) -> Result<Vec<(u64, SourceRow)>> {
         let mut rows = Vec::new();
-        self.each_source_row(|hash, row| {
-            rows.push((hash, row));
+        self.each_source_row(|name, row| {
+            rows.push((name, row));
             Ok(())
         })?;
         Ok(rows)
     }
 
-    /// Visits every source row of this view's generation with its URL's hash, in hash
-    /// order.
+    /// Visits every source row of this view's generation with the name backlink keys give
+    /// its page (its URL's hash, or its number: [`SourceKey`]), in order.
     pub(crate) fn each_source_row(
         &self,
         mut visit: impl FnMut(u64, SourceRow) -> Result<()>,
     ) -> Result<()> {
         self.scan_cf_prefix(CF_SOURCES, &[self.generation], &mut |key, value| {
-            visit(SourceKey::parse(key)?.hash, SourceRow::decode(value)?)
+            visit(SourceKey::parse(key)?.source, SourceRow::decode(value)?)
         })
     }
 

@@ -99,7 +99,8 @@ impl SourceRow {
 /// backlinks finds its sources again on its next run.
 const SOURCE_ROWS_KEPT: usize = 65_536;
 
-/// Source rows of one flow generation read lately, by URL hash, at most
+/// Source rows of one flow generation read lately, by the name backlink keys give their
+/// page (`table::SourceKey`), at most
 /// [`SOURCE_ROWS_KEPT`]: a full memo starts over, so the rows asked for lately are the
 /// ones kept, and so does a memo asked for another generation's rows (readers move to a
 /// new generation together, when a flow build switches to it).

@@ -26,11 +26,14 @@ struct Published {
 }
 
 /// Version of the key layout and column-family set, stored under `meta/format`.
-pub const FORMAT_VERSION: u8 = 30;
+pub const FORMAT_VERSION: u8 = 31;
 
 pub(crate) const CF_META: &str = "meta";
 /// `meta` key present in a snapshot store ([`Store::is_snapshot`]).
 const SNAPSHOT: &[u8] = b"snapshot";
+/// `meta` key naming the generation whose keys name source pages by number
+/// ([`Store::numbers_sources`]).
+pub(crate) const NUMBERED_GENERATION: &[u8] = b"numbered_generation";
 pub(crate) const CF_LINKS: &str = "links";
 pub(crate) const CF_BACKLINKS: &str = "backlinks";
 pub(crate) const CF_PAGES: &str = "pages";
@@ -519,6 +522,15 @@ impl Store {
     /// updated).
     pub fn is_snapshot(&self) -> bool {
         self.snapshot.load(Ordering::Acquire)
+    }
+
+    /// Whether generation `generation`'s `backlinks` and `sources` keys name a link's
+    /// source page by its number, the rank of its URL's hash among the generation's
+    /// source rows, instead of by that hash: a snapshot's generations written by a flow
+    /// build do (`docs/format.md`, "Source pages by number").
+    pub fn numbers_sources(&self, generation: u8) -> Result<bool> {
+        let numbered = self.db.get_cf(self.cf(CF_META), NUMBERED_GENERATION)?;
+        Ok(numbered.is_some_and(|g| g[..] == [generation]))
     }
 
     /// Marks a store built without writer-only rows as a snapshot (synced), before its

@@ -214,30 +214,33 @@ impl UrlRefKey<'_> {
 built_key!(UrlRefKey<'_>, Table::Urls, Count);
 
 /// `sources`: a source page's fields that its backlink records leave to it, by flow
-/// generation and the 64-bit hash of its URL (the hash a backlink key names its source
-/// by).
+/// generation and the name its backlink keys give the page: the 64-bit hash of its URL,
+/// or in a generation that numbers its sources ([`Store::numbers_sources`]) the page's
+/// number, the rank of that hash among the generation's rows (so both orders agree).
+///
+/// [`Store::numbers_sources`]: crate::Store::numbers_sources
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct SourceKey {
     pub generation: u8,
-    pub hash: u64,
+    pub source: u64,
 }
 
 impl SourceKey {
     /// Reads a stored key.
     pub(crate) fn parse(key: &[u8]) -> Result<SourceKey> {
-        let bad = || Error::corrupt(CF_SOURCES, "a key that is not a generation and URL hash");
-        let (&generation, hash) = key.split_first().ok_or_else(bad)?;
-        let hash = <[u8; 8]>::try_from(hash).map_err(|_| bad())?;
+        let bad = || Error::corrupt(CF_SOURCES, "a key that is not a generation and source name");
+        let (&generation, source) = key.split_first().ok_or_else(bad)?;
+        let source = <[u8; 8]>::try_from(source).map_err(|_| bad())?;
         Ok(SourceKey {
             generation,
-            hash: u64::from_be_bytes(hash),
+            source: u64::from_be_bytes(source),
         })
     }
 
     fn layout(&self) -> Vec<u8> {
         let mut k = Vec::with_capacity(9);
         k.push(self.generation);
-        k.extend_from_slice(&self.hash.to_be_bytes());
+        k.extend_from_slice(&self.source.to_be_bytes());
         k
     }
     fn read_value(&self, bytes: &[u8]) -> Result<SourceRow> {
@@ -277,6 +280,12 @@ pub(crate) fn internal_record(value: &[u8]) -> Option<&[u8]> {
 
 /// First byte of a snapshot page's flow targets, after its state in its `pages` value.
 pub const PAGE_FLOW_TARGETS: u8 = 0xB4;
+
+/// The page URL of a stored `sources` row: what a snapshot's page number stands for
+/// (`docs/format.md`, "Source pages by number").
+pub fn source_row_url(value: &[u8]) -> Result<String> {
+    Ok(SourceRow::decode(value)?.url)
+}
 
 /// Visits the flow edges a stored row of `table` holds: of a `links` row, an internal
 /// link's record, its edge if the link carries flow ([`crate::flow_link`]), and none
