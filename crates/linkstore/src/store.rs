@@ -172,6 +172,9 @@ fn is_point_read(name: &str) -> bool {
     !SCANNED.contains(&name) || name == CF_BACKLINKS
 }
 
+/// RocksDB info logs a store keeps: the current one and the last three opens'.
+const KEPT_INFO_LOGS: usize = 4;
+
 /// Size of each bottom-level file's ZSTD dictionary.
 const DICTIONARY_BYTES: i32 = 32 << 10;
 /// Sampled bytes a dictionary is trained on (ten times its size, as zstd advises).
@@ -197,10 +200,28 @@ pub(crate) fn cf_options(name: &str, cache: Option<&Cache>, memtable_bytes: usiz
 
 /// Options of the SST files of column family `name` that a bulk build writes, which go
 /// to the bottom level: the database's ([`cf_options`]), so they read exactly like
-/// compacted ones, without the Bloom filters files at the bottom level do not have.
+/// compacted ones, without the Bloom filters files at the bottom level do not have, and
+/// `refdomains` at ZSTD level [`BULK_REF_DOMAINS_ZSTD_LEVEL`].
 pub(crate) fn bottom_file_options(name: &str) -> Options {
-    column_family_options(name, None, StoreOptions::default().memtable_bytes, false)
+    let mut o = column_family_options(name, None, StoreOptions::default().memtable_bytes, false);
+    if name == CF_REFDOMAINS {
+        o.set_bottommost_compression_options(
+            ZSTD_WINDOW_BITS,
+            BULK_REF_DOMAINS_ZSTD_LEVEL,
+            0,
+            DICTIONARY_BYTES,
+            true,
+        );
+    }
+    o
 }
+
+/// ZSTD level of the `refdomains` files a bulk build writes ([`bottom_file_options`]),
+/// instead of 3: the table is a sixth of a snapshot, and level 6 takes 6% off it (3% of
+/// the store) for about 1.5% more bulk build time, at the same decompression speed
+/// (`docs/benchmarks.md`, "Storage format 31"). The other tables' files keep level 3,
+/// and so do compactions: a level gains a table less than it costs the build.
+const BULK_REF_DOMAINS_ZSTD_LEVEL: i32 = 6;
 
 /// ZSTD level of the `backlinks` files a flow build writes ([`flow_backlink_file_options`]).
 const FLOW_BACKLINKS_ZSTD_LEVEL: i32 = 6;
@@ -210,7 +231,8 @@ const FLOW_BACKLINKS_ZSTD_LEVEL: i32 = 6;
 /// after ingest, and a generation is what the store keeps: 6% fewer bytes for the table
 /// (4% of the store) for 14-18% more flow time, at the same decompression speed
 /// (`docs/benchmarks.md`, "Backlinks rewritten by a flow build at ZSTD level 6"). Bulk
-/// builds and compactions keep level 3: their time is the ingest rate.
+/// builds (but for `refdomains`) and compactions keep level 3: their time is the ingest
+/// rate.
 pub(crate) fn flow_backlink_file_options() -> Options {
     let mut o = bottom_file_options(CF_BACKLINKS);
     o.set_bottommost_compression_options(ZSTD_WINDOW_BITS, FLOW_BACKLINKS_ZSTD_LEVEL, 0, 0, true);
@@ -366,6 +388,10 @@ impl Store {
         db_opts.set_max_background_jobs(2);
         db_opts.set_max_open_files(options.max_open_files);
         db_opts.set_db_write_buffer_size(options.memtable_bytes);
+        // RocksDB starts an info log at every open and keeps a thousand: a store that
+        // every command and server swap opens would gather them (1.3 MB, a percent of the
+        // peer suite's store, after its seven opens).
+        db_opts.set_keep_log_file_num(KEPT_INFO_LOGS);
         // Writes skip the WAL (see `Writer::commit`); atomic flushes keep every column
         // family at the same batch boundary, so a crash leaves a consistent earlier state.
         db_opts.set_atomic_flush(true);

@@ -77,3 +77,19 @@ fn files_built_for_the_bottom_level_carry_no_bloom_filters() {
     assert!(urls.data_bytes > 0);
     assert_eq!(urls.filter_bytes, 0, "{urls:?}");
 }
+
+/// RocksDB starts an info log at every open: a store opened again and again (every
+/// command, every server swap) keeps the last few, not a thousand.
+#[test]
+fn a_store_opened_again_and_again_keeps_a_few_info_logs() {
+    let dir = tempfile::tempdir().unwrap();
+    for _ in 0..8 {
+        drop(Store::open(dir.path(), &StoreOptions::default()).unwrap());
+    }
+    let logs = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("LOG"))
+        .count();
+    assert!((1..=4).contains(&logs), "{logs} info logs kept");
+}
