@@ -161,7 +161,9 @@ impl Hasher for Prehashed {
 /// is a node's when both hashes agree (96 bits: two URLs of a billion-node graph agree with
 /// odds below 10⁻¹¹); a graph URL whose 64-bit hash another one holds is found by name.
 ///
-/// A pointer row names its link's source by 64-bit hash alone. That source is a node, or
+/// A pointer row names its link's source by 64-bit hash alone (or, in a snapshot's
+/// numbered generation, by the page's number, which the store's flow build turns back
+/// into the hash before it asks). That source is a node, or
 /// the source of links that carry no flow, which the graph notes without holding it
 /// ([`FlowLink::Source`]); a hash two such URLs share, whether nodes or not, is
 /// `ambiguous`, and a pointer row's source of that hash is found by the name its URL row

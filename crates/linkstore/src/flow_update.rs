@@ -25,8 +25,8 @@ use crate::store::{
     NUMBERED_GENERATION,
 };
 use crate::table::{
-    is_pointer, put_row, source_row_missing, url_row_missing, BacklinkKey, Empty, MetricsKey,
-    SourceKey, TableKey, TopPageKey, POINTER,
+    is_pointer, put_row, source_page_unnumbered, source_row_missing, url_row_missing, BacklinkKey,
+    Empty, MetricsKey, SourceKey, TableKey, TopPageKey, POINTER,
 };
 use rocksdb::{WriteBatch, WriteOptions};
 use std::path::{Path, PathBuf};
@@ -302,7 +302,9 @@ impl FlowUpdate<'_> {
     /// [`FlowUpdate::finish`] for a store whose backlink rows were kept outside it (a
     /// bulk build's, before any flow): each source yields rows of any generation in key
     /// order, and the sources hold ascending, disjoint ranges of item hashes. One thread
-    /// re-keys each source.
+    /// re-keys each source. The rows name their sources by URL hash, as a bulk build
+    /// writes them, so the store's serving generation must too (it is read for the
+    /// source rows): a numbered one is refused.
     pub fn finish_from_rows<I>(
         self,
         end_of: impl Fn(u64, EndName<'_>) -> Option<LinkEnd> + Sync,
@@ -312,6 +314,12 @@ impl FlowUpdate<'_> {
     where
         I: Iterator<Item = std::io::Result<(Vec<u8>, Vec<u8>)>> + Send,
     {
+        if self.store.numbers_sources(self.current)? {
+            return Err(Error::corrupt(
+                CF_SOURCES,
+                "rows kept by a bulk build name sources by hash, this store's by number",
+            ));
+        }
         let sources = sources.into_iter().map(RowSource::Rows).collect();
         self.rekey_and_switch(end_of, sources, progress)
     }
@@ -494,13 +502,14 @@ impl SourcePages {
             return Ok(name);
         }
         let page = usize::try_from(name).ok().and_then(|at| self.pages.get(at));
-        page.map(|&(hash, _)| hash).ok_or_else(source_row_missing)
+        page.map(|&(hash, _)| hash)
+            .ok_or_else(source_page_unnumbered)
     }
 
     /// The number of the source page whose URL hash is `hash`.
     fn number_of(&self, hash: u64) -> Result<u64> {
         let at = self.pages.binary_search_by_key(&hash, |&(h, _)| h);
-        at.map(|at| at as u64).map_err(|_| source_row_missing())
+        at.map(|at| at as u64).map_err(|_| source_page_unnumbered())
     }
 
     /// True when the source page of `hash` has fields whose check is `check`.

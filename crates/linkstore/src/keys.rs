@@ -167,7 +167,8 @@ pub fn expiry_link_key(day: u32, link: &[u8; 16]) -> [u8; 21] {
 }
 
 /// `backlinks` CF: `generation | item_hash | 255 - source_trust_flow | source_url_hash |
-/// target_url_hash`. Scanning a prefix of `generation | item_hash` yields backlinks by
+/// target_url_hash` (in a snapshot's numbered generation, the source page's number in
+/// place of its URL hash: `docs/format.md`, "Source pages by number"). Scanning a prefix of `generation | item_hash` yields backlinks by
 /// SourceTrustFlow descending, ties broken by the link hashes (deterministic). A flow
 /// build writes the next generation beside the serving one and switches atomically.
 pub fn backlink_key(generation: u8, item_hash: u64, source_tf: u8, link: &[u8; 16]) -> [u8; 26] {

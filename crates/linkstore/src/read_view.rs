@@ -202,8 +202,8 @@ pub struct BacklinkPage {
 }
 
 /// A backlink row scanned and held back: its record, or the key of the URL row holding
-/// it, with the part of the scan it was read in ([`BacklinkScan`]) and its source URL's
-/// hash (which names its source row, if its record has one).
+/// it, with the part of the scan it was read in ([`BacklinkScan`]) and its source's name
+/// in the key (which names its source row, if its record has one: [`SourceKey`]).
 enum ScannedRow {
     Record(LinkRecord, usize, u64),
     AtUrl([u8; 26], usize, u64),

@@ -121,16 +121,16 @@ impl SourceMemo {
         kept.rows.clear();
     }
 
-    /// The source row of `hash` in `generation`, if kept.
-    pub(crate) fn get(&self, generation: u8, hash: u64) -> Option<Arc<SourceRow>> {
+    /// The source row named `name` in `generation`, if kept.
+    pub(crate) fn get(&self, generation: u8, name: u64) -> Option<Arc<SourceRow>> {
         let kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
         (kept.generation == generation)
-            .then(|| kept.rows.get(&hash).cloned())
+            .then(|| kept.rows.get(&name).cloned())
             .flatten()
     }
 
-    /// The source rows of `hashes` in `generation`, from memory where kept, the others
-    /// from `read` (given the distinct hashes it must read, ascending, returning their
+    /// The source rows named `names` in `generation`, from memory where kept, the others
+    /// from `read` (given the distinct names it must read, ascending, returning their
     /// rows in that order). A row that is not in the store is an error: a record names
     /// its source row only when it was written.
     pub(crate) fn get_or_read(

@@ -623,7 +623,7 @@ pub const BACKLINK_POINTER: u8 = 0xB1;
 /// What the host and root-domain rows of a link hold in place of its record: the byte
 /// [`BACKLINK_POINTER`] alone. The URL row it stands for is named by the row's own key
 /// ([`BacklinkKey::url_row`]); a flow build finds the link's source by the key's source
-/// hash (format 14: format 13 added a 32-bit hash of the source URL, which the flow
+/// hash, or the hash of the page a numbered generation's key names (format 14: format 13 added a 32-bit hash of the source URL, which the flow
 /// build now keeps in memory instead, `docs/format.md`).
 pub(crate) const POINTER: [u8; 1] = [BACKLINK_POINTER];
 
@@ -647,6 +647,12 @@ pub(crate) fn url_row_missing() -> Error {
 /// The error of a record whose source row is not in the store.
 pub(crate) fn source_row_missing() -> Error {
     Error::corrupt(CF_SOURCES, "a record's source row is missing")
+}
+
+/// What a snapshot's flow build finds when a backlink's source page has no source row
+/// to take its number from.
+pub(crate) fn source_page_unnumbered() -> Error {
+    Error::corrupt(CF_SOURCES, "a backlink's source page has no source row")
 }
 
 /// What a `backlinks` row holds. The row under the link's target URL holds its whole
