@@ -3,6 +3,7 @@
 
 use accounts::{Accounts, Credential, NewAccount, Units};
 use criterion::{criterion_group, criterion_main, Criterion};
+use linkbase_benches as _; // the product's allocator (see the library)
 
 fn account(store: &Accounts, parent: Option<i64>) -> i64 {
     store

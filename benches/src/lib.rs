@@ -5,6 +5,15 @@ use linkstore::{CrawlOutcome, OutLink, PageCrawl, Store, StoreOptions, FORMAT_VE
 use std::path::PathBuf;
 use std::time::Instant;
 
+/// The allocator `linkbase` runs with, in place of the C library's malloc as there
+/// (RocksDB's allocations too), for every benchmark that links this library: product
+/// code is timed under the product's allocator (with mimalloc's default purge delay; the
+/// binary sets its own per command). Under the C library's malloc a quarter of the peer
+/// suite's in-process backlink reads went to allocating and freeing
+/// (`docs/benchmarks.md`, "Reads under the product's allocator").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 pub const HOT_URL: &str = "http://www.hot-target.com/";
 
 /// Where fixtures live (`LINKBASE_BENCH_DIR` overrides).

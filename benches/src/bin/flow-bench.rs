@@ -7,6 +7,7 @@
 //! ```
 
 use flow::{bvgraph, pagerank, Graph, RankParams};
+use linkbase_benches as _; // the product's allocator (see the library)
 use std::io::Write;
 use std::time::Instant;
 

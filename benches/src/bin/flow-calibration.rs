@@ -15,6 +15,7 @@
 use flate2::read::GzDecoder;
 use flow::UrlGraph;
 use indexes::{DataDir, IndexKind};
+use linkbase_benches as _; // the product's allocator (see the library)
 use linkstore::{CrawlOutcome, Item, Level, OutLink, PageCrawl, Store, StoreOptions};
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, BufWriter, Write};

@@ -6,6 +6,7 @@
 //! peer-suite queries --data DIR --items FILE --seconds S  in-process timings, p50/p99
 //! ```
 
+use linkbase_benches as _; // the product's allocator (see the library)
 use linkstore::{format_day, BacklinkQuery, Item, Store, StoreOptions};
 use std::io::{BufRead, BufWriter, Write};
 use std::path::Path;

@@ -496,27 +496,23 @@ impl SourcePages {
         Ok(SourcePages { pages, numbered })
     }
 
-    /// The URL hash of the source page the serving generation's keys name `name`.
-    fn hash_of(&self, name: u64) -> Result<u64> {
-        if !self.numbered {
-            return Ok(name);
-        }
-        let page = usize::try_from(name).ok().and_then(|at| self.pages.get(at));
-        page.map(|&(hash, _)| hash)
-            .ok_or_else(source_page_unnumbered)
+    /// The place of the source page the serving generation's keys name `name` (its
+    /// number, in the serving generation if that is numbered and in the next in any
+    /// case), and its URL hash.
+    fn page(&self, name: u64) -> Result<(usize, u64)> {
+        let at = match self.numbered {
+            true => usize::try_from(name)
+                .ok()
+                .filter(|&at| at < self.pages.len()),
+            false => self.pages.binary_search_by_key(&name, |&(h, _)| h).ok(),
+        };
+        let at = at.ok_or_else(source_page_unnumbered)?;
+        Ok((at, self.pages[at].0))
     }
 
-    /// The number of the source page whose URL hash is `hash`.
-    fn number_of(&self, hash: u64) -> Result<u64> {
-        let at = self.pages.binary_search_by_key(&hash, |&(h, _)| h);
-        at.map(|at| at as u64).map_err(|_| source_page_unnumbered())
-    }
-
-    /// True when the source page of `hash` has fields whose check is `check`.
-    fn holds(&self, hash: u64, check: u64) -> bool {
-        self.pages
-            .binary_search_by_key(&hash, |&(h, _)| h)
-            .is_ok_and(|i| self.pages[i].1 == check)
+    /// True when the source page at `at` has fields whose check is `check`.
+    fn holds(&self, at: usize, check: u64) -> bool {
+        self.pages[at].1 == check
     }
 }
 
@@ -625,9 +621,13 @@ impl<E: Fn(u64, EndName<'_>) -> Option<LinkEnd>> Rekey<'_, E> {
     fn rekey(&mut self, k: &[u8], v: &[u8]) -> Result<()> {
         let key = BacklinkKey::parse(k)?;
         let (source_name, target_hash) = crate::keys::link_hashes(&key.link);
-        let source_hash = match self.source_pages {
-            Some(pages) => pages.hash_of(source_name)?,
-            None => source_name,
+        // One lookup gives the page's URL hash and its number in the next generation.
+        let (source_hash, page) = match self.source_pages {
+            Some(pages) => {
+                let (at, hash) = pages.page(source_name)?;
+                (hash, Some((pages, at)))
+            }
+            None => (source_name, None),
         };
         let (source_trust_flow, value) = if facts_row::is_facts_row(v) {
             // A host's or root domain's row a bulk build kept for this flow build.
@@ -659,17 +659,15 @@ impl<E: Fn(u64, EndName<'_>) -> Option<LinkEnd>> Rekey<'_, E> {
             let value = if key.is_url_row(&self.store.hasher) {
                 let target = end(target_hash, slots.target_url);
                 let to_source_row = !slots.has_source_row()
-                    && self
-                        .source_pages
-                        .is_some_and(|p| p.holds(source_hash, slots.source_check(v)));
+                    && page.is_some_and(|(pages, at)| pages.holds(at, slots.source_check(v)));
                 slots.rewrite(v, &source, &target, to_source_row)
             } else {
                 POINTER.to_vec()
             };
             (source.flow.trust_flow, value)
         };
-        let link = match self.source_pages {
-            Some(pages) => link_of(pages.number_of(source_hash)?, target_hash),
+        let link = match page {
+            Some((_, at)) => link_of(at as u64, target_hash),
             None => key.link,
         };
         let key = BacklinkKey {
