@@ -6,11 +6,12 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 /// The allocator `linkbase` runs with, in place of the C library's malloc as there
-/// (RocksDB's allocations too), for every benchmark that links this library: product
-/// code is timed under the product's allocator (with mimalloc's default purge delay; the
-/// binary sets its own per command). Under the C library's malloc a quarter of the peer
-/// suite's in-process backlink reads went to allocating and freeing
-/// (`docs/benchmarks.md`, "Reads under the product's allocator").
+/// (RocksDB's allocations too), for every benchmark binary that links this library. Its
+/// options stay mimalloc's defaults: `linkbase` also sets a purge delay per command and
+/// keeps transparent huge pages off (`crates/linkbase/src/main.rs`), which these do not.
+/// Under the C library's malloc a quarter of the peer suite's in-process backlink reads
+/// went to allocating and freeing (`docs/benchmarks.md`, "Reads under the product's
+/// allocator").
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
