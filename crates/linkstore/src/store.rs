@@ -201,13 +201,13 @@ pub(crate) fn cf_options(name: &str, cache: Option<&Cache>, memtable_bytes: usiz
 /// Options of the SST files of column family `name` that a bulk build writes, which go
 /// to the bottom level: the database's ([`cf_options`]), so they read exactly like
 /// compacted ones, without the Bloom filters files at the bottom level do not have, and
-/// `refdomains` at ZSTD level [`BULK_REF_DOMAINS_ZSTD_LEVEL`].
+/// the [`BULK_LEVEL_6_TABLES`] at ZSTD level [`BULK_ZSTD_LEVEL`].
 pub(crate) fn bottom_file_options(name: &str) -> Options {
     let mut o = column_family_options(name, None, StoreOptions::default().memtable_bytes, false);
-    if name == CF_REFDOMAINS {
+    if BULK_LEVEL_6_TABLES.contains(&name) {
         o.set_bottommost_compression_options(
             ZSTD_WINDOW_BITS,
-            BULK_REF_DOMAINS_ZSTD_LEVEL,
+            BULK_ZSTD_LEVEL,
             0,
             DICTIONARY_BYTES,
             true,
@@ -216,12 +216,23 @@ pub(crate) fn bottom_file_options(name: &str) -> Options {
     o
 }
 
-/// ZSTD level of the `refdomains` files a bulk build writes ([`bottom_file_options`]),
-/// instead of 3: the table is a sixth of a snapshot, and level 6 takes 6% off it (3% of
-/// the store) for about 1.5% more bulk build time, at the same decompression speed
-/// (`docs/benchmarks.md`, "Storage format 31"). The other tables' files keep level 3,
-/// and so do compactions: a level gains a table less than it costs the build.
-const BULK_REF_DOMAINS_ZSTD_LEVEL: i32 = 6;
+/// Tables whose files a bulk build writes at ZSTD level [`BULK_ZSTD_LEVEL`] instead of 3:
+/// together two fifths of a snapshot. At 4.35M links level 6 takes `refdomains` 6.0%
+/// smaller, `refdomains_ranked` 8.9%, `anchors` 8.6%, `pages` 4.1% and `counters` 3.3%
+/// (the store 47.8 -> 47.1 bytes per backlink with `refdomains` already at level 6), for
+/// bulk build times within this machine's noise of level 3's; ZSTD decompresses both
+/// levels at about the same speed (`docs/benchmarks.md`, "Storage format 31"). `backlinks` keeps level 3 there: its
+/// bulk-built files are the largest (the build's time), and a snapshot's flow build
+/// rewrites them at level 6 anyway. Compactions keep level 3: a level gains a table less
+/// than it costs the ingest that waits on them.
+const BULK_LEVEL_6_TABLES: [&str; 5] = [
+    CF_REFDOMAINS,
+    CF_REFDOMAINS_RANKED,
+    CF_ANCHORS,
+    CF_PAGES,
+    CF_COUNTERS,
+];
+const BULK_ZSTD_LEVEL: i32 = 6;
 
 /// ZSTD level of the `backlinks` files a flow build writes ([`flow_backlink_file_options`]).
 const FLOW_BACKLINKS_ZSTD_LEVEL: i32 = 6;
@@ -231,8 +242,8 @@ const FLOW_BACKLINKS_ZSTD_LEVEL: i32 = 6;
 /// after ingest, and a generation is what the store keeps: 6% fewer bytes for the table
 /// (4% of the store) for 14-18% more flow time, at the same decompression speed
 /// (`docs/benchmarks.md`, "Backlinks rewritten by a flow build at ZSTD level 6"). Bulk
-/// builds (but for `refdomains`) and compactions keep level 3: their time is the ingest
-/// rate.
+/// builds (but for [`BULK_LEVEL_6_TABLES`]) and compactions keep level 3: their time is
+/// the ingest rate.
 pub(crate) fn flow_backlink_file_options() -> Options {
     let mut o = bottom_file_options(CF_BACKLINKS);
     o.set_bottommost_compression_options(ZSTD_WINDOW_BITS, FLOW_BACKLINKS_ZSTD_LEVEL, 0, 0, true);
