@@ -534,14 +534,12 @@ fn numbered_source_pages_go_round_the_generations() {
     assert!(items.len() > 100, "{} items", items.len());
     let first_reads: Vec<_> = items.iter().map(|item| reads(&store, item)).collect();
     let mut generation = store.generation();
-    let mut seen = HashSet::from([generation]);
-    // Once round the cycle.
+    // Once round the cycle: every generation, each the last one's successor.
     for _ in 0..255 {
         flow::build(&store, &seeds, &RankParams::default(), &mut |_| {}).unwrap();
         let next = if generation == 254 { 0 } else { generation + 1 };
         generation = store.generation();
         assert_eq!(generation, next);
-        seen.insert(generation);
         assert!(store.numbers_sources(generation).unwrap());
         if generation <= 1 {
             assert!(
@@ -555,5 +553,4 @@ fn numbered_source_pages_go_round_the_generations() {
             );
         }
     }
-    assert_eq!(seen.len(), 255);
 }

@@ -201,10 +201,10 @@ pub(crate) fn cf_options(name: &str, cache: Option<&Cache>, memtable_bytes: usiz
 /// Options of the SST files of column family `name` that a bulk build writes, which go
 /// to the bottom level: the database's ([`cf_options`]), so they read exactly like
 /// compacted ones, without the Bloom filters files at the bottom level do not have, and
-/// the [`BULK_LEVEL_6_TABLES`] at ZSTD level [`BULK_ZSTD_LEVEL`].
+/// the [`BULK_ZSTD_LEVEL_TABLES`] at ZSTD level [`BULK_ZSTD_LEVEL`].
 pub(crate) fn bottom_file_options(name: &str) -> Options {
     let mut o = column_family_options(name, None, StoreOptions::default().memtable_bytes, false);
-    if BULK_LEVEL_6_TABLES.contains(&name) {
+    if BULK_ZSTD_LEVEL_TABLES.contains(&name) {
         o.set_bottommost_compression_options(
             ZSTD_WINDOW_BITS,
             BULK_ZSTD_LEVEL,
@@ -221,11 +221,11 @@ pub(crate) fn bottom_file_options(name: &str) -> Options {
 /// smaller, `refdomains_ranked` 8.9%, `anchors` 8.6%, `pages` 4.1% and `counters` 3.3%
 /// (the store 47.8 -> 47.1 bytes per backlink with `refdomains` already at level 6), for
 /// bulk build times within this machine's noise of level 3's; ZSTD decompresses both
-/// levels at about the same speed (`docs/benchmarks.md`, "Storage format 31"). `backlinks` keeps level 3 there: its
-/// bulk-built files are the largest (the build's time), and a snapshot's flow build
-/// rewrites them at level 6 anyway. Compactions keep level 3: a level gains a table less
+/// levels at about the same speed (`docs/benchmarks.md`, "Storage format 31").
+/// `backlinks` keeps level 3 there: its bulk-built files are the largest (the build's
+/// time), and a snapshot's flow build rewrites them at level 6 anyway. Compactions keep level 3: a level gains a table less
 /// than it costs the ingest that waits on them.
-const BULK_LEVEL_6_TABLES: [&str; 5] = [
+const BULK_ZSTD_LEVEL_TABLES: [&str; 5] = [
     CF_REFDOMAINS,
     CF_REFDOMAINS_RANKED,
     CF_ANCHORS,
@@ -242,7 +242,7 @@ const FLOW_BACKLINKS_ZSTD_LEVEL: i32 = 6;
 /// after ingest, and a generation is what the store keeps: 6% fewer bytes for the table
 /// (4% of the store) for 14-18% more flow time, at the same decompression speed
 /// (`docs/benchmarks.md`, "Backlinks rewritten by a flow build at ZSTD level 6"). Bulk
-/// builds (but for [`BULK_LEVEL_6_TABLES`]) and compactions keep level 3: their time is
+/// builds (but for [`BULK_ZSTD_LEVEL_TABLES`]) and compactions keep level 3: their time is
 /// the ingest rate.
 pub(crate) fn flow_backlink_file_options() -> Options {
     let mut o = bottom_file_options(CF_BACKLINKS);
