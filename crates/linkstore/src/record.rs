@@ -1,5 +1,6 @@
 //! The link record: one source URL → target URL link with every per-link attribute.
-//! Encoding version 3: topics as taxonomy ids (layout diagram in `docs/format.md`).
+//! Encoding version 4: the target's fields first, topics as taxonomy ids (layout diagram
+//! in `docs/format.md`).
 
 use crate::codec::{put_bytes, put_ip, put_uvarint, Reader};
 use crate::error::{Error, Result};
@@ -9,7 +10,7 @@ use roaring::RoaringBitmap;
 use std::net::IpAddr;
 use std::ops::Range;
 
-pub const RECORD_VERSION: u8 = 3;
+pub const RECORD_VERSION: u8 = 4;
 
 /// How the link is made in the source page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -263,27 +264,39 @@ fn source_row_needed() -> Error {
     )
 }
 
-/// The fields of an encoded record before its flows.
-struct Head {
+/// The fields of an encoded record before its source's flows.
+struct Head<'a> {
     flags: u16,
     kind: LinkKind,
+    target_url: &'a str,
+    /// Bytes the record holds from its target URL's length prefix on.
+    target_url_and_after: usize,
     first_seen: u32,
     last_seen: u32,
     date_lost: u32,
 }
 
-/// Reads an encoded record's fields before its flows, checking its version, kind and
-/// lost reason as [`LinkRecord::decode`] does.
-fn read_head(r: &mut Reader<'_>) -> Result<Head> {
+/// Offset of a record's target flows: after its version byte, flags and kind.
+const TARGET_FLOWS_AT: usize = 4;
+
+/// Reads an encoded record's fields before its source's flows, checking its version,
+/// kind, target topics and lost reason as [`LinkRecord::decode`] does.
+fn read_head<'a>(r: &mut Reader<'a>) -> Result<Head<'a>> {
     r.version(RECORD_VERSION)?;
     let flags = r.u16()?;
     let kind = LinkKind::from_u8(r.u8()?)?;
+    r.take(2)?; // target flows
+    each_topic(r, "links", |_, _| {})?;
+    let target_url_and_after = r.remaining();
+    let target_url = read_text(r)?;
     r.u32v()?; // redirect status
     let (first_seen, last_seen, date_lost) = (r.u32v()?, r.u32v()?, r.u32v()?);
     LostReason::from_u8(r.u8()?)?;
     Ok(Head {
         flags,
         kind,
+        target_url,
+        target_url_and_after,
         first_seen,
         last_seen,
         date_lost,
@@ -329,14 +342,13 @@ impl<'a> BacklinkFacts<'a> {
         if head.flags & flags::SOURCE_ROW != 0 {
             return Err(source_row_needed());
         }
-        r.take(4)?; // flows
+        r.take(source_flow_bytes(true))?;
         let source_url = read_text(&mut r)?;
-        let target_url = read_text(&mut r)?;
         let anchor_text = read_text(&mut r)?;
         r.bytes()?; // ALT text
         Ok(BacklinkFacts {
             source_url,
-            target_url,
+            target_url: head.target_url,
             anchor_text,
             state: LinkState {
                 deleted: head.flags & flags::DELETED != 0,
@@ -360,11 +372,13 @@ pub(crate) struct FlowSlots<'a> {
     /// Empty in a record with a source row.
     pub source_url: &'a str,
     pub target_url: &'a str,
-    /// Offset of the flow bytes: four, or three in a record with a source row (no
+    /// Offset of the target URL, after the target's topics.
+    target_url_at: usize,
+    /// Offset of the source's flow bytes (two, or one in a record with a source row: no
     /// source Citation Flow).
-    flows_at: usize,
-    /// Offset of the topics (the source's, but in a record with a source row, then the
-    /// target's), which run to the end.
+    source_flows_at: usize,
+    /// Offset of the source's topics, which run to the end (the end, in a record with
+    /// a source row).
     topics_at: usize,
     /// Where the source URL, address and out-link counts are (empty ranges in a record
     /// with a source row), in record order.
@@ -376,15 +390,16 @@ impl<'a> FlowSlots<'a> {
     /// topics included.
     pub(crate) fn find(buf: &'a [u8]) -> Result<FlowSlots<'a>> {
         let mut r = Reader::new(buf, "links");
-        let flags = read_head(&mut r)?.flags;
+        let head = read_head(&mut r)?;
+        let flags = head.flags;
         let whole = flags & flags::SOURCE_ROW == 0;
         let at = |r: &Reader<'_>| buf.len() - r.remaining();
-        let flows_at = at(&r);
-        r.take(flow_bytes(whole))?;
+        let target_url_at = buf.len() - head.target_url_and_after;
+        let source_flows_at = at(&r);
+        r.take(source_flow_bytes(whole))?;
         let url_at = at(&r);
         let source_url = if whole { read_text(&mut r)? } else { "" };
         let url = url_at..at(&r);
-        let target_url = read_text(&mut r)?;
         r.bytes()?; // anchor text
         r.bytes()?; // ALT text
         let ip_at = at(&r);
@@ -399,14 +414,15 @@ impl<'a> FlowSlots<'a> {
             SourceOutlinks::read(&mut r)?;
         }
         let topics_at = at(&r);
-        for _ in 0..1 + usize::from(whole) {
+        if whole {
             each_topic(&mut r, "links", |_, _| {})?;
         }
         Ok(FlowSlots {
             flags,
             source_url,
-            target_url,
-            flows_at,
+            target_url: head.target_url,
+            target_url_at,
+            source_flows_at,
             topics_at,
             source_fields: [url, ip, out_at..topics_at],
         })
@@ -455,13 +471,15 @@ impl<'a> FlowSlots<'a> {
     ) -> Vec<u8> {
         let whole = !to_source_row && !self.has_source_row();
         let mut out = Vec::with_capacity(self.topics_at + 2 * (1 + 2 * SOURCE_TOPICS));
-        out.extend_from_slice(&buf[..self.flows_at]);
+        out.extend_from_slice(&buf[..TARGET_FLOWS_AT]);
+        out.extend_from_slice(&[target.flow.trust_flow, target.flow.citation_flow]);
+        target.put_topics(&mut out, TARGET_TOPICS);
+        out.extend_from_slice(&buf[self.target_url_at..self.source_flows_at]);
         out.push(source.flow.trust_flow);
         if whole {
             out.push(source.flow.citation_flow);
         }
-        out.extend_from_slice(&[target.flow.trust_flow, target.flow.citation_flow]);
-        let mut from = self.flows_at + flow_bytes(!self.has_source_row());
+        let mut from = self.source_flows_at + source_flow_bytes(!self.has_source_row());
         if to_source_row {
             for field in &self.source_fields {
                 out.extend_from_slice(&buf[from..field.start]);
@@ -474,7 +492,6 @@ impl<'a> FlowSlots<'a> {
         if whole {
             source.put_topics(&mut out, SOURCE_TOPICS);
         }
-        target.put_topics(&mut out, TARGET_TOPICS);
         out
     }
 }
@@ -484,10 +501,10 @@ fn carries_flow(link_flags: u16) -> bool {
     link_flags & (flags::DELETED | flags::NOFOLLOW) == 0
 }
 
-/// The flow bytes of a record: both ends' Trust Flow and Citation Flow, but the
-/// source's Citation Flow in a record with a source row.
-fn flow_bytes(whole: bool) -> usize {
-    3 + usize::from(whole)
+/// The source's flow bytes in a record: its Trust Flow and Citation Flow, or its Trust
+/// Flow alone in a record with a source row.
+fn source_flow_bytes(whole: bool) -> usize {
+    1 + usize::from(whole)
 }
 
 /// Writes the days a link was seen as runs of consecutive days: `n uvar`, then per run
@@ -621,6 +638,9 @@ impl LinkRecord {
         out.push(RECORD_VERSION);
         out.extend_from_slice(&self.flags.to_le_bytes());
         out.push(self.kind as u8);
+        out.extend_from_slice(&[self.target_flow.trust_flow, self.target_flow.citation_flow]);
+        put_topics(&mut out, &self.target_topics);
+        put_bytes(&mut out, self.target_url.as_bytes());
         put_uvarint(&mut out, u64::from(self.redirect_status));
         put_uvarint(&mut out, u64::from(self.first_seen));
         put_uvarint(&mut out, u64::from(self.last_seen));
@@ -630,12 +650,8 @@ impl LinkRecord {
         out.push(self.source_flow.trust_flow);
         if whole {
             out.push(self.source_flow.citation_flow);
-        }
-        out.extend_from_slice(&[self.target_flow.trust_flow, self.target_flow.citation_flow]);
-        if whole {
             put_bytes(&mut out, self.source_url.as_bytes());
         }
-        put_bytes(&mut out, self.target_url.as_bytes());
         put_bytes(&mut out, self.anchor_text.as_bytes());
         put_bytes(&mut out, self.alt_text.as_bytes());
         if whole {
@@ -646,7 +662,6 @@ impl LinkRecord {
             self.source_out.put(&mut out);
             put_topics(&mut out, &self.source_topics);
         }
-        put_topics(&mut out, &self.target_topics);
         out
     }
 
@@ -655,23 +670,25 @@ impl LinkRecord {
         r.version(RECORD_VERSION)?;
         let flags = r.u16()?;
         let kind = LinkKind::from_u8(r.u8()?)?;
+        let t = r.take(2)?;
+        let target_flow = FlowPair {
+            trust_flow: t[0],
+            citation_flow: t[1],
+        };
+        let target_topics = read_topics(&mut r, "links")?;
+        let target_url = r.string()?;
         let redirect_status = r.u32v()? as u16;
         let first_seen = r.u32v()?;
         let last_seen = r.u32v()?;
         let date_lost = r.u32v()?;
         let lost_reason = LostReason::from_u8(r.u8()?)?;
         let whole = flags & flags::SOURCE_ROW == 0;
-        let f = r.take(flow_bytes(whole))?;
+        let f = r.take(source_flow_bytes(whole))?;
         let source_flow = FlowPair {
             trust_flow: f[0],
             citation_flow: if whole { f[1] } else { 0 },
         };
-        let target_flow = FlowPair {
-            trust_flow: f[f.len() - 2],
-            citation_flow: f[f.len() - 1],
-        };
         let source_url = if whole { r.string()? } else { String::new() };
-        let target_url = r.string()?;
         let anchor_text = r.string()?;
         let alt_text = r.string()?;
         let source_ip = if whole { r.ip()? } else { None };
@@ -681,7 +698,6 @@ impl LinkRecord {
         } else {
             (SourceOutlinks::default(), Vec::new())
         };
-        let target_topics = read_topics(&mut r, "links")?;
         Ok(LinkRecord {
             source_url,
             target_url,
@@ -873,11 +889,11 @@ mod tests {
         assert!(err.contains("version 9"), "{err}");
         assert!(BacklinkFacts::read(&enc).is_err());
         // Any cut before the end of the address, the last field facts read (history,
-        // three out-link counts and two topic lists of a default record take 6 bytes).
+        // three out-link counts and the source's topics of a default record take 5 bytes).
         let enc = rec.encode();
-        for end in 0..enc.len() - 6 {
+        for end in 0..enc.len() - 5 {
             assert!(BacklinkFacts::read(&enc[..end]).is_err(), "{end}");
         }
-        assert!(BacklinkFacts::read(&enc[..enc.len() - 6]).is_ok());
+        assert!(BacklinkFacts::read(&enc[..enc.len() - 5]).is_ok());
     }
 }

@@ -26,7 +26,7 @@ struct Published {
 }
 
 /// Version of the key layout and column-family set, stored under `meta/format`.
-pub const FORMAT_VERSION: u8 = 31;
+pub const FORMAT_VERSION: u8 = 32;
 
 pub(crate) const CF_META: &str = "meta";
 /// `meta` key present in a snapshot store ([`Store::is_snapshot`]).
@@ -201,38 +201,33 @@ pub(crate) fn cf_options(name: &str, cache: Option<&Cache>, memtable_bytes: usiz
 /// Options of the SST files of column family `name` that a bulk build writes, which go
 /// to the bottom level: the database's ([`cf_options`]), so they read exactly like
 /// compacted ones, without the Bloom filters files at the bottom level do not have, and
-/// the [`BULK_ZSTD_LEVEL_TABLES`] at ZSTD level [`BULK_ZSTD_LEVEL`].
+/// the tables of [`BULK_ZSTD_LEVELS`] at their ZSTD level.
 pub(crate) fn bottom_file_options(name: &str) -> Options {
     let mut o = column_family_options(name, None, StoreOptions::default().memtable_bytes, false);
-    if BULK_ZSTD_LEVEL_TABLES.contains(&name) {
-        o.set_bottommost_compression_options(
-            ZSTD_WINDOW_BITS,
-            BULK_ZSTD_LEVEL,
-            0,
-            DICTIONARY_BYTES,
-            true,
-        );
+    if let Some(&(_, level)) = BULK_ZSTD_LEVELS.iter().find(|(table, _)| *table == name) {
+        o.set_bottommost_compression_options(ZSTD_WINDOW_BITS, level, 0, DICTIONARY_BYTES, true);
     }
     o
 }
 
-/// Tables whose files a bulk build writes at ZSTD level [`BULK_ZSTD_LEVEL`] instead of 3:
+/// Tables whose files a bulk build writes at a higher ZSTD level than 3, and the level:
 /// together two fifths of a snapshot. At 4.35M links level 6 takes `refdomains` 6.0%
 /// smaller, `refdomains_ranked` 8.9%, `anchors` 8.6%, `pages` 4.1% and `counters` 3.3%
 /// (the store 47.8 -> 47.1 bytes per backlink with `refdomains` already at level 6), for
 /// bulk build times within this machine's noise of level 3's; ZSTD decompresses both
-/// levels at about the same speed (`docs/benchmarks.md`, "Storage format 31").
+/// levels at about the same speed (`docs/benchmarks.md`, "Storage format 31"). Level 9
+/// takes the two referring-domain tables, the largest after `backlinks` and growing
+/// with the web, another 5% ("Storage format 32").
 /// `backlinks` keeps level 3 there: its bulk-built files are the largest (the build's
 /// time), and a snapshot's flow build rewrites them at level 6 anyway. Compactions keep level 3: a level gains a table less
 /// than it costs the ingest that waits on them.
-const BULK_ZSTD_LEVEL_TABLES: [&str; 5] = [
-    CF_REFDOMAINS,
-    CF_REFDOMAINS_RANKED,
-    CF_ANCHORS,
-    CF_PAGES,
-    CF_COUNTERS,
+const BULK_ZSTD_LEVELS: [(&str, i32); 5] = [
+    (CF_REFDOMAINS, 9),
+    (CF_REFDOMAINS_RANKED, 9),
+    (CF_ANCHORS, 6),
+    (CF_PAGES, 6),
+    (CF_COUNTERS, 6),
 ];
-const BULK_ZSTD_LEVEL: i32 = 6;
 
 /// Column families whose reads scan an item's rows (the scanned ones, and the member
 /// rows of items without ranked copies) and seldom look one row up, and rows between
@@ -257,7 +252,7 @@ const FLOW_BACKLINKS_ZSTD_LEVEL: i32 = 6;
 /// after ingest, and a generation is what the store keeps: 6% fewer bytes for the table
 /// (4% of the store) for 14-18% more flow time, at the same decompression speed
 /// (`docs/benchmarks.md`, "Backlinks rewritten by a flow build at ZSTD level 6"). Bulk
-/// builds (but for [`BULK_ZSTD_LEVEL_TABLES`]) and compactions keep level 3: their time is
+/// builds (but for [`BULK_ZSTD_LEVELS`]) and compactions keep level 3: their time is
 /// the ingest rate.
 pub(crate) fn flow_backlink_file_options() -> Options {
     let mut o = bottom_file_options(CF_BACKLINKS);

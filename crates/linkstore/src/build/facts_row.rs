@@ -15,7 +15,7 @@ use crate::record::{LinkKind, LinkState};
 use crate::views::ViewFacts;
 use std::borrow::Cow;
 
-/// First byte of a facts row: neither a record's version (3) nor a pointer (`B1`).
+/// First byte of a facts row: neither a record's version (4) nor a pointer (`B1`).
 const TAG: u8 = 0xF1;
 
 const DELETED: u8 = 1;
