@@ -196,3 +196,48 @@ fn backlinks_of_a_real_crawl_are_ordered_and_verified() {
         .iter()
         .all(|r| linkstore::root_domain(linkstore::host_of(&r.source_url)) == Some("archive.org")));
 }
+
+/// Every `http(s)://` string in the real crawl files (hrefs, headers, WAT metadata) comes
+/// out of `normalize_url` exactly as the WHATWG parse gives it, whichever way the
+/// function took.
+#[test]
+fn real_urls_normalize_as_the_whatwg_parse_gives_them() {
+    use std::io::Read;
+    let Some(paths) = testdata::crawl_files() else {
+        return;
+    };
+    let parsed = |raw: &str| {
+        let mut url = url::Url::parse(raw).ok()?;
+        let web = matches!(url.scheme(), "http" | "https");
+        if !web || url.host_str().is_none_or(str::is_empty) {
+            return None;
+        }
+        url.set_fragment(None);
+        Some(String::from(url))
+    };
+    let mut checked = 0;
+    for path in paths {
+        let mut bytes = Vec::new();
+        let file = std::fs::File::open(&path).unwrap();
+        if path.extension().is_some_and(|e| e == "gz") {
+            flate2::read::MultiGzDecoder::new(file).read_to_end(&mut bytes)
+        } else {
+            BufReader::new(file).read_to_end(&mut bytes)
+        }
+        .unwrap();
+        let text = String::from_utf8_lossy(&bytes);
+        for (at, _) in text.match_indices("http") {
+            let token = text[at..]
+                .split(|c: char| c.is_whitespace() || "\"<>".contains(c))
+                .next()
+                .unwrap_or_default();
+            if !token.contains("://") || token.len() > linkstore::MAX_URL_LEN {
+                continue;
+            }
+            let ours = linkstore::normalize_url(token, None).ok();
+            assert_eq!(ours, parsed(token), "{}: {token:?}", path.display());
+            checked += 1;
+        }
+    }
+    assert!(checked > 10_000, "only {checked} URLs found");
+}
