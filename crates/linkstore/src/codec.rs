@@ -79,9 +79,26 @@ impl<'a> Reader<'a> {
     }
 
     pub(crate) fn uvarint(&mut self) -> Result<u64> {
+        // One byte, the common case, apart: every field of every row a build folds is a
+        // varint, most of them under 128.
+        match self.buf.split_first() {
+            Some((&b, rest)) if b < 0x80 => {
+                self.buf = rest;
+                Ok(u64::from(b))
+            }
+            _ => self.long_uvarint(),
+        }
+    }
+
+    fn long_uvarint(&mut self) -> Result<u64> {
         let mut v = 0u64;
         for shift in (0..64).step_by(7) {
-            let b = self.u8()?;
+            let b = self
+                .buf
+                .first()
+                .copied()
+                .ok_or_else(|| self.truncated("varint"))?;
+            self.buf = &self.buf[1..];
             v |= u64::from(b & 0x7f) << shift;
             if b & 0x80 == 0 {
                 return Ok(v);
@@ -167,5 +184,19 @@ mod tests {
         let mut r = Reader::new(&buf[..3], "links");
         let err = r.bytes().unwrap_err().to_string();
         assert!(err.contains("links"), "{err}");
+    }
+
+    #[test]
+    fn broken_varints_are_errors_that_say_which() {
+        let mut buf = Vec::new();
+        put_uvarint(&mut buf, u64::MAX);
+        let cut = Reader::new(&buf[..9], "counters").uvarint().unwrap_err();
+        assert!(cut.to_string().contains("truncated"), "{cut}");
+        let long = Reader::new(&[0x80; 11], "counters").uvarint().unwrap_err();
+        assert!(long.to_string().contains("longer than 10"), "{long}");
+        // Two varints in a row: each read takes exactly its own bytes.
+        let mut r = Reader::new(&[0x05, 0x81, 0x01], "counters");
+        assert_eq!((r.uvarint().unwrap(), r.uvarint().unwrap()), (5, 129));
+        assert_eq!(r.remaining(), 0);
     }
 }

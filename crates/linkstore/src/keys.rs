@@ -96,6 +96,8 @@ impl ItemHasher {
     /// several items allocates once.
     pub(crate) fn key_into(&self, level: Level, name: &str, out: &mut Vec<u8>) {
         out.clear();
+        // At once: a new buffer would grow twice on the way.
+        out.reserve(name.len() + 10);
         out.extend_from_slice(&self.hash(level, name).to_be_bytes());
         out.push(level as u8);
         out.extend_from_slice(name.as_bytes());
