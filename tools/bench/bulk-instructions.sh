@@ -5,8 +5,8 @@
 # Builds a synthetic crawl of PAGES pages (25,000 by default: 433,458 links), bulk-builds
 # it with one worker under `valgrind --tool=callgrind` with each BINARY given (default:
 # this checkout's release build), and prints each binary's instructions in total and per
-# link. Counts are exact for one binary and input; time under callgrind is about 50 times
-# the build's. Method and results in docs/benchmarks.md, "URLs already in normal form".
+# link. Two runs of one binary on one input count within 0.04% of each other; time under
+# callgrind is about 50 times the build's. Method and results in docs/benchmarks.md, "URLs already in normal form".
 #
 #   tools/bench/bulk-instructions.sh [PAGES] [BINARY...]
 #
