@@ -87,7 +87,7 @@ impl ItemHasher {
 
     /// [`ItemHasher::item_key`] of the item `level`, `name`, without an [`Item`].
     pub fn key_of(&self, level: Level, name: &str) -> Vec<u8> {
-        let mut k = Vec::with_capacity(name.len() + 10);
+        let mut k = Vec::new();
         self.key_into(level, name, &mut k);
         k
     }
