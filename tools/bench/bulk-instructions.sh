@@ -7,8 +7,10 @@
 # this checkout's release build), and prints each binary's instructions in total and per
 # link. Two runs of one binary on one input count within 0.04% of each other; time under
 # callgrind is about 50 times the build's. Method and results in docs/benchmarks.md, "URLs already in normal form".
+# FORMAT=warc or FORMAT=wat writes the crawl as WARC or WAT files instead of JSON lines:
+# pages there write links to their own host root-relative, as real pages mostly do.
 #
-#   tools/bench/bulk-instructions.sh [PAGES] [BINARY...]
+#   [FORMAT=jsonl|warc|wat] tools/bench/bulk-instructions.sh [PAGES] [BINARY...]
 #
 # Needs valgrind. Each binary's callgrind profile is kept beside the results, in
 # target/bench-data/instructions/, for `callgrind_annotate --inclusive=yes`.
@@ -25,13 +27,13 @@ binaries=("$@")
 
 rm -rf "$root" && mkdir -p "$root"
 target/release/webgen --out "$root/crawl" --pages "$pages" --domains $((pages / 8)) \
-    --crawls 1 --hot-share 1.0 2> /dev/null > "$root/webgen.txt"
+    --crawls 1 --hot-share 1.0 --format "${FORMAT:-jsonl}" 2> /dev/null > "$root/webgen.txt"
 links=$(grep -o '[0-9]* links' "$root/webgen.txt" | cut -d' ' -f1)
 for i in "${!binaries[@]}"; do
     out="$root/callgrind.$i.out"
     rm -rf "$root/store"
     valgrind --tool=callgrind --callgrind-out-file="$out" "${binaries[$i]}" ingest \
-        --threads 1 --data "$root/store" "$root"/crawl/*.jsonl.gz > "$root/ingest.$i.log" 2>&1
+        --threads 1 --data "$root/store" "$root"/crawl/* > "$root/ingest.$i.log" 2>&1
     total=$(grep -m1 '^summary:' "$out" | cut -d' ' -f2)
     echo "${binaries[$i]}: $total instructions, $((total / links)) per link ($links links; $out)"
 done

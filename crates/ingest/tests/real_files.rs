@@ -197,26 +197,11 @@ fn backlinks_of_a_real_crawl_are_ordered_and_verified() {
         .all(|r| linkstore::root_domain(linkstore::host_of(&r.source_url)) == Some("archive.org")));
 }
 
-/// Every `http(s)://` string in the real crawl files (hrefs, headers, WAT metadata) comes
-/// out of `normalize_url` exactly as the WHATWG parse gives it, whichever way the
-/// function took.
-#[test]
-fn real_urls_normalize_as_the_whatwg_parse_gives_them() {
+/// The real crawl files' text, one string per file, gunzipped where gzipped.
+fn crawl_texts() -> Option<Vec<(std::path::PathBuf, String)>> {
     use std::io::Read;
-    let Some(paths) = testdata::crawl_files() else {
-        return;
-    };
-    let parsed = |raw: &str| {
-        let mut url = url::Url::parse(raw).ok()?;
-        let web = matches!(url.scheme(), "http" | "https");
-        if !web || url.host_str().is_none_or(str::is_empty) {
-            return None;
-        }
-        url.set_fragment(None);
-        Some(String::from(url))
-    };
-    let mut checked = 0;
-    for path in paths {
+    let paths = testdata::crawl_files()?;
+    let texts = paths.into_iter().map(|path| {
         let mut bytes = Vec::new();
         let file = std::fs::File::open(&path).unwrap();
         if path.extension().is_some_and(|e| e == "gz") {
@@ -225,7 +210,38 @@ fn real_urls_normalize_as_the_whatwg_parse_gives_them() {
             BufReader::new(file).read_to_end(&mut bytes)
         }
         .unwrap();
-        let text = String::from_utf8_lossy(&bytes);
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        (path, text)
+    });
+    Some(texts.collect())
+}
+
+/// What the WHATWG parse makes of `raw` (joined to `base` if given), as `normalize_url`
+/// promises it: http(s) with a host, without its fragment.
+fn parsed(raw: &str, base: Option<&url::Url>) -> Option<String> {
+    let mut url = match base {
+        Some(base) => base.join(raw),
+        None => url::Url::parse(raw),
+    }
+    .ok()?;
+    let web = matches!(url.scheme(), "http" | "https");
+    if !web || url.host_str().is_none_or(str::is_empty) {
+        return None;
+    }
+    url.set_fragment(None);
+    Some(String::from(url)).filter(|s| s.len() <= linkstore::MAX_URL_LEN)
+}
+
+/// Every `http(s)://` string in the real crawl files (hrefs, headers, WAT metadata) comes
+/// out of `normalize_url` exactly as the WHATWG parse gives it, whichever way the
+/// function took.
+#[test]
+fn real_urls_normalize_as_the_whatwg_parse_gives_them() {
+    let Some(texts) = crawl_texts() else {
+        return;
+    };
+    let mut checked = 0;
+    for (path, text) in &texts {
         for (at, _) in text.match_indices("http") {
             let token = text[at..]
                 .split(|c: char| c.is_whitespace() || "\"<>".contains(c))
@@ -235,9 +251,53 @@ fn real_urls_normalize_as_the_whatwg_parse_gives_them() {
                 continue;
             }
             let ours = linkstore::normalize_url(token, None).ok();
-            assert_eq!(ours, parsed(token), "{}: {token:?}", path.display());
+            assert_eq!(ours, parsed(token, None), "{}: {token:?}", path.display());
             checked += 1;
         }
     }
     assert!(checked > 10_000, "only {checked} URLs found");
+}
+
+/// Every `href` and WAT `url` value in the real crawl files, most of them relative,
+/// resolves through `normalize_url` to what the WHATWG parse joins it to, on bases of
+/// every kind: plain, with a port, an IP address, a user, an IDNA host.
+#[test]
+fn real_links_resolve_as_the_whatwg_parse_joins_them() {
+    let Some(texts) = crawl_texts() else {
+        return;
+    };
+    let bases = [
+        "http://www.example.com/dir/page.html?q=1",
+        "https://a-b.example.co.uk/",
+        "http://www.example.com:8080/dir/",
+        "http://192.0.2.7/dir/page",
+        "http://user@www.example.com/",
+        "http://xn--nxasmq6b.com/a",
+    ]
+    .map(|b| url::Url::parse(b).unwrap());
+    let (mut checked, mut root_relative) = (0, 0);
+    for (path, text) in &texts {
+        for opener in ["href=\"", "\"url\":\""] {
+            for (at, _) in text.match_indices(opener) {
+                let value = &text[at + opener.len()..];
+                let link = value[..value.find('"').unwrap_or(0)].trim();
+                if link.len() > linkstore::MAX_URL_LEN {
+                    continue;
+                }
+                for base in &bases {
+                    let ours = linkstore::normalize_url(link, Some(base)).ok();
+                    assert_eq!(
+                        ours,
+                        parsed(link, Some(base)),
+                        "{}: {link:?} on {base}",
+                        path.display()
+                    );
+                }
+                checked += 1;
+                root_relative += usize::from(link.starts_with('/') && !link.starts_with("//"));
+            }
+        }
+    }
+    assert!(checked > 40_000, "only {checked} links found");
+    assert!(root_relative > 30_000, "only {root_relative} root-relative");
 }

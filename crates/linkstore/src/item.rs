@@ -3,7 +3,7 @@
 
 use crate::error::{Error, Result};
 use std::fmt;
-use url::Url;
+use url::{Position, Url};
 
 /// The longest URL the store accepts. Longer URLs are rejected at ingest.
 pub const MAX_URL_LEN: usize = 2048;
@@ -239,10 +239,33 @@ pub fn normalize_url(raw: &str, base: Option<&Url>) -> std::result::Result<Strin
         return Err(format!("URL longer than {MAX_URL_LEN} bytes"));
     }
     // An absolute URL ignores its base, and one already in normal form is its own answer.
-    match already_normal(raw) {
-        Some(normal) => Ok(normal.to_string()),
-        None => parse_url(raw, base),
+    if let Some(normal) = already_normal(raw) {
+        return Ok(normal.to_string());
     }
+    if let Some(joined) = base.and_then(|base| joined_to_root(raw, base)) {
+        return Ok(joined);
+    }
+    parse_url(raw, base)
+}
+
+/// A root-relative link (`/path`) on a base whose `scheme://host` is in normal form,
+/// joined by writing one after the other, when the join passes [`already_normal`]: the
+/// WHATWG parse keeps the base's scheme and host and takes the link's path, query and
+/// fragment. Real crawls write most of their links so (`docs/benchmarks.md`,
+/// "Root-relative links"). `None` leaves the link to the parse: `//host` and `/\host`
+/// name another host, and anything [`already_normal`] refuses is in doubt.
+fn joined_to_root(raw: &str, base: &Url) -> Option<String> {
+    let bytes = raw.as_bytes();
+    if bytes.first() != Some(&b'/') || matches!(bytes.get(1), Some(b'/' | b'\\')) {
+        return None;
+    }
+    let root = &base[..Position::BeforePath];
+    let mut joined = String::with_capacity(root.len() + raw.len());
+    joined.push_str(root);
+    joined.push_str(raw);
+    let normal_len = already_normal(&joined)?.len();
+    joined.truncate(normal_len);
+    (normal_len <= MAX_URL_LEN).then_some(joined)
 }
 
 /// [`normalize_url`] by the WHATWG parse, for a URL within the length bound.
@@ -281,43 +304,75 @@ fn already_normal(raw: &str) -> Option<&str> {
     } else {
         return None;
     };
-    let path_start = host_start + bytes[host_start..].iter().position(|&b| b == b'/')?;
-    if !is_plain_domain(&bytes[host_start..path_start]) {
-        return None;
-    }
+    let path_start = host_start + plain_domain_end(&bytes[host_start..])?;
     let end = memchr::memchr(b'#', bytes).unwrap_or(bytes.len());
-    let (path, query) = match memchr::memchr(b'?', &bytes[path_start..end]) {
-        Some(i) => (
-            &bytes[path_start..path_start + i],
-            &bytes[path_start + i + 1..end],
-        ),
-        None => (&bytes[path_start..end], &b""[..]),
-    };
-    let plain_path = path.iter().all(|&b| is_kept(b))
-        && path
-            .split(|&b| b == b'/')
-            .all(|segment| !is_dot_segment(segment));
-    let plain_query = query.iter().all(|&b| is_kept(b) && b != b'\'');
-    (plain_path && plain_query).then(|| &raw[..end])
+    plain_path_and_query(&bytes[path_start..end]).then(|| &raw[..end])
 }
 
-/// Lowercase ASCII labels of letters, digits and hyphens, none empty and none an IDNA
-/// (`xn--`) label, the last not a number (which would make the host an IPv4 address).
-fn is_plain_domain(host: &[u8]) -> bool {
-    let labels_plain = host.split(|&b| b == b'.').all(|label| {
-        !label.is_empty()
-            && !label.starts_with(b"xn--")
-            && label
-                .iter()
-                .all(|&b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-    });
-    let last = host.rsplit(|&b| b == b'.').next().unwrap_or_default();
-    labels_plain && last.iter().any(u8::is_ascii_lowercase) && !last.starts_with(b"0x")
+/// Whether a path (and query, after the first `?`) is kept as written by the parse:
+/// every byte [`is_kept`], no `'` in the query, and no path segment the parse would
+/// resolve away: `.` or `..`, or one written with `%2e` (any case; refused outright
+/// rather than decoded). One pass, as every link's URL goes through it.
+fn plain_path_and_query(path_and_query: &[u8]) -> bool {
+    let mut segment_start = 0;
+    for (i, &b) in path_and_query.iter().enumerate() {
+        match b {
+            b'/' | b'?' => {
+                if matches!(&path_and_query[segment_start..i], b"." | b"..") {
+                    return false;
+                }
+                if b == b'?' {
+                    return path_and_query[i + 1..]
+                        .iter()
+                        .all(|&b| is_kept(b) && b != b'\'');
+                }
+                segment_start = i + 1;
+            }
+            b'%' if path_and_query[i + 1..].starts_with(b"2")
+                && path_and_query
+                    .get(i + 2)
+                    .is_some_and(|e| e.eq_ignore_ascii_case(&b'e')) =>
+            {
+                return false
+            }
+            _ if !is_kept(b) => return false,
+            _ => {}
+        }
+    }
+    !matches!(&path_and_query[segment_start..], b"." | b"..")
+}
+
+/// Where the host ends (at the first `/`) when it is a plain domain name: lowercase ASCII
+/// labels of letters, digits and hyphens, none empty and none an IDNA (`xn--`) label, the
+/// last with a letter and not `0x` (else the host would be an IPv4 address). `None` for
+/// any other host, or none followed by a path. One pass, as for the path.
+fn plain_domain_end(after_scheme: &[u8]) -> Option<usize> {
+    let mut label_start = 0;
+    let mut label_has_letter = false;
+    for (i, &b) in after_scheme.iter().enumerate() {
+        match b {
+            b'a'..=b'z' => label_has_letter = true,
+            b'0'..=b'9' | b'-' => {}
+            b'.' | b'/' => {
+                let label = &after_scheme[label_start..i];
+                if label.is_empty() || label.starts_with(b"xn--") {
+                    return None;
+                }
+                if b == b'/' {
+                    return (label_has_letter && !label.starts_with(b"0x")).then_some(i);
+                }
+                label_start = i + 1;
+                label_has_letter = false;
+            }
+            _ => return None,
+        }
+    }
+    None
 }
 
 /// Bytes the parse keeps as they are in a path and in a query (but `'` in a query; a
 /// path ends at the first `?`). `%` stays as written whatever follows it; dot segments
-/// are checked apart ([`is_dot_segment`]).
+/// are checked apart ([`plain_path_and_query`]).
 fn is_kept(b: u8) -> bool {
     KEPT[usize::from(b)]
 }
@@ -338,16 +393,6 @@ const KEPT: [bool; 256] = {
     }
     kept
 };
-
-/// A path segment the parse would resolve away: `.` or `..`, or one written with `%2e`
-/// (any case; refused outright rather than decoded).
-fn is_dot_segment(segment: &[u8]) -> bool {
-    segment == b"."
-        || segment == b".."
-        || segment
-            .windows(3)
-            .any(|w| w[0] == b'%' && w[1] == b'2' && w[2].eq_ignore_ascii_case(&b'e'))
-}
 
 #[cfg(test)]
 mod tests {
@@ -468,6 +513,59 @@ mod tests {
         true
     }
 
+    /// What the root-relative shortcut joins, the WHATWG parse gives too.
+    fn assert_join_agrees(raw: &str, base: &Url) -> bool {
+        let Some(joined) = joined_to_root(raw, base) else {
+            return false;
+        };
+        assert_eq!(Ok(joined), parse_url(raw, Some(base)), "{raw:?} on {base}");
+        true
+    }
+
+    #[test]
+    fn root_relative_links_joined_as_written_are_what_the_parse_gives() {
+        let base = Url::parse("https://b.org/dir/page?x=1#f").unwrap();
+        for raw in [
+            "/",
+            "/x/y.html?q=1&r=%20s#frag",
+            "/a//b/...x/%zz?%27",
+            "/p?#",
+        ] {
+            assert!(assert_join_agrees(raw, &base), "{raw:?} not joined");
+        }
+        for raw in [
+            "//c.org/x",
+            "/\\c.org/x",
+            "x/y",
+            "?q",
+            "#f",
+            "/./x",
+            "/x/..",
+            "/a b",
+            "/\u{e9}",
+            "/?it's",
+        ] {
+            assert_eq!(joined_to_root(raw, &base), None, "{raw:?} joined");
+        }
+        for base in [
+            "http://b.org:8080/",
+            "http://u:p@b.org/",
+            "http://10.0.0.1/",
+            "http://[::1]/",
+            "http://xn--nxasmq6b.com/",
+            "ftp://b.org/",
+        ] {
+            let base = Url::parse(base).unwrap();
+            assert_eq!(joined_to_root("/x", &base), None, "joined on {base}");
+            assert!(parse_url("/x", Some(&base)).is_ok() || base.scheme() == "ftp");
+        }
+        let long = format!("/{}", "x".repeat(MAX_URL_LEN));
+        assert_eq!(joined_to_root(&long, &base), None);
+        assert!(normalize_url(&long[..MAX_URL_LEN], Some(&base))
+            .unwrap_err()
+            .contains("longer"));
+    }
+
     #[test]
     fn urls_taken_as_written_are_what_the_parse_gives() {
         let base = Url::parse("https://b.org/dir/page?x=1").unwrap();
@@ -544,5 +642,23 @@ mod tests {
             taken += usize::from(assert_shortcut_agrees(&raw, &base));
         }
         assert!(taken > 2_000, "only {taken} taken as written");
+
+        let bases = [
+            "http://base.example/d/p",
+            "https://a-b.c0.co.uk/",
+            "http://base.example:81/",
+            "http://10.1.2.3/d/",
+            "http://u@base.example/",
+        ]
+        .map(|b| Url::parse(b).unwrap());
+        let mut joined = 0;
+        for _ in 0..400_000 {
+            let mut raw = String::from(["/", "/", "//", "/\\", ""][next(5)]);
+            for _ in 0..next(10) {
+                raw.push_str(PATH[next(PATH.len())]);
+            }
+            joined += usize::from(assert_join_agrees(&raw, &bases[next(bases.len())]));
+        }
+        assert!(joined > 10_000, "only {joined} joined as written");
     }
 }

@@ -17,10 +17,12 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OutputFormat {
     JsonLines,
+    /// WARC response records of HTML pages, with same-host links root-relative as pages
+    /// write them.
     Warc,
     /// Common Crawl WAT: a request, a response and a metadata record per fetch, each a
-    /// JSON envelope gzipped as its own member, with same-host links relative as pages
-    /// write them.
+    /// JSON envelope gzipped as its own member, with same-host links root-relative as
+    /// pages write them.
     Wat,
 }
 
@@ -446,7 +448,7 @@ fn write_warc(out: &mut impl Write, f: &GenFetch) -> io::Result<()> {
                 String::from("<!doctype html><html><head><title>page</title></head><body>\n");
             for l in &f.links {
                 let rel = if l.nofollow { " rel=\"nofollow\"" } else { "" };
-                let href = html_escape(&l.url);
+                let href = html_escape(as_written(&f.url, &l.url));
                 match l.kind {
                     "img" => body.push_str(&format!(
                         "<a href=\"{href}\"{rel}><img src=\"/i.png\" alt=\"{}\"></a>\n",
