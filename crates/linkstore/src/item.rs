@@ -252,7 +252,7 @@ pub fn normalize_url(raw: &str, base: Option<&Url>) -> std::result::Result<Strin
 /// joined by writing one after the other, when the join passes [`already_normal`]: the
 /// WHATWG parse keeps the base's scheme and host and takes the link's path, query and
 /// fragment. Real crawls write most of their links so (`docs/benchmarks.md`,
-/// "Root-relative links"). `None` leaves the link to the parse: `//host` and `/\host`
+/// "Root-relative links joined as written"). `None` leaves the link to the parse: `//host` and `/\host`
 /// name another host, and anything [`already_normal`] refuses is in doubt.
 fn joined_to_root(raw: &str, base: &Url) -> Option<String> {
     let bytes = raw.as_bytes();
