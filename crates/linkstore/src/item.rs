@@ -252,8 +252,9 @@ pub fn normalize_url(raw: &str, base: Option<&Url>) -> std::result::Result<Strin
 /// joined by writing one after the other, when the join passes [`already_normal`]: the
 /// WHATWG parse keeps the base's scheme and host and takes the link's path, query and
 /// fragment. Real crawls write most of their links so (`docs/benchmarks.md`,
-/// "Root-relative links joined as written"). `None` leaves the link to the parse: `//host` and `/\host`
-/// name another host, and anything [`already_normal`] refuses is in doubt.
+/// "Root-relative links joined as written"). `None` leaves the link to the parse:
+/// `//host` and `/\host` name another host, and anything [`already_normal`] refuses is
+/// in doubt.
 fn joined_to_root(raw: &str, base: &Url) -> Option<String> {
     let bytes = raw.as_bytes();
     if bytes.first() != Some(&b'/') || matches!(bytes.get(1), Some(b'/' | b'\\')) {
@@ -328,10 +329,9 @@ fn plain_path_and_query(path_and_query: &[u8]) -> bool {
                 }
                 segment_start = i + 1;
             }
-            b'%' if path_and_query[i + 1..].starts_with(b"2")
-                && path_and_query
-                    .get(i + 2)
-                    .is_some_and(|e| e.eq_ignore_ascii_case(&b'e')) =>
+            b'%' if path_and_query
+                .get(i + 1..i + 3)
+                .is_some_and(|hex| hex.eq_ignore_ascii_case(b"2e")) =>
             {
                 return false
             }
